@@ -1,0 +1,218 @@
+//! The transcript: every frame of a case, in order, with direction, connection and a monotonic
+//! timestamp. It is the single source of truth for checks and reports (DESIGN §3).
+//!
+//! Frames are recorded as raw bytes first and parsed second, so a frame that is not JSON (or not
+//! UTF-8) is still recorded verbatim and can be blamed precisely.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who sent a frame to whom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Direction {
+    /// ACP wire plane: the client under test wrote this to the agent's stdin.
+    #[serde(rename = "c2a")]
+    ClientToAgent,
+    /// ACP wire plane: the (fake) agent wrote this to its stdout.
+    #[serde(rename = "a2c")]
+    AgentToClient,
+    /// Control plane: the harness (playing the user) wrote this to the adapter.
+    #[serde(rename = "h2c")]
+    HarnessToAdapter,
+    /// Control plane: the client's adapter reported this to the harness.
+    #[serde(rename = "c2h")]
+    AdapterToHarness,
+    /// A note by the harness itself (step timeout, fault injected, signal sent, process exit).
+    #[serde(rename = "note")]
+    Note,
+}
+
+impl Direction {
+    /// Arrow used in numbered wire logs.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::ClientToAgent => "client → agent",
+            Direction::AgentToClient => "agent → client",
+            Direction::HarnessToAdapter => "harness → adapter",
+            Direction::AdapterToHarness => "adapter → harness",
+            Direction::Note => "harness note",
+        }
+    }
+
+    /// True for the two ACP wire-plane directions.
+    pub fn is_wire(self) -> bool {
+        matches!(self, Direction::ClientToAgent | Direction::AgentToClient)
+    }
+}
+
+/// One recorded frame.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Position in the transcript, starting at 0. Failure messages cite frames by this index.
+    #[serde(rename = "i")]
+    pub index: usize,
+    /// Microseconds since the case started (monotonic clock).
+    #[serde(rename = "t_us")]
+    pub at_us: u64,
+    /// Agent connection id (1 = first connection the client opened); 0 for control frames and
+    /// notes.
+    pub conn: u32,
+    #[serde(rename = "dir")]
+    pub direction: Direction,
+    /// The frame as it travelled, without its trailing newline (lossy UTF-8 if it was not UTF-8).
+    pub raw: String,
+    /// The frame parsed as JSON, or `None` if it is not JSON.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub json: Option<Value>,
+    /// Set when the raw bytes were not valid UTF-8 (rule #1).
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub invalid_utf8: bool,
+}
+
+impl Entry {
+    /// `method` of a JSON-RPC request/notification, or of nothing.
+    pub fn method(&self) -> Option<&str> {
+        self.json.as_ref()?.get("method")?.as_str()
+    }
+
+    /// `type` of a control-plane message or note.
+    pub fn control_type(&self) -> Option<&str> {
+        self.json.as_ref()?.get("type")?.as_str()
+    }
+}
+
+#[derive(Debug)]
+struct Inner {
+    started: Instant,
+    entries: Vec<Entry>,
+}
+
+/// A shared, append-only transcript. Cloning shares the same transcript.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Recorder {
+    pub fn new() -> Self {
+        Recorder {
+            inner: Arc::new(Mutex::new(Inner {
+                started: Instant::now(),
+                entries: Vec::new(),
+            })),
+        }
+    }
+
+    /// Records one frame (raw bytes without the newline) and returns its index.
+    pub fn record(&self, conn: u32, direction: Direction, raw: &[u8]) -> usize {
+        let (raw, invalid_utf8) = match std::str::from_utf8(raw) {
+            Ok(s) => (s.to_owned(), false),
+            Err(_) => (String::from_utf8_lossy(raw).into_owned(), true),
+        };
+        let json = if invalid_utf8 {
+            None
+        } else {
+            serde_json::from_str(&raw).ok()
+        };
+        self.push(conn, direction, raw, json, invalid_utf8)
+    }
+
+    /// Records a harness note (a JSON object with at least a `type`).
+    pub fn note(&self, note: Value) -> usize {
+        let raw = note.to_string();
+        self.push(0, Direction::Note, raw, Some(note), false)
+    }
+
+    fn push(
+        &self,
+        conn: u32,
+        direction: Direction,
+        raw: String,
+        json: Option<Value>,
+        invalid_utf8: bool,
+    ) -> usize {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let index = inner.entries.len();
+        let at_us = inner.started.elapsed().as_micros() as u64;
+        inner.entries.push(Entry {
+            index,
+            at_us,
+            conn,
+            direction,
+            raw,
+            json,
+            invalid_utf8,
+        });
+        index
+    }
+
+    /// Number of entries recorded so far.
+    pub fn len(&self) -> usize {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A copy of every entry recorded so far.
+    pub fn snapshot(&self) -> Vec<Entry> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .clone()
+    }
+
+    /// Writes the transcript as JSON Lines (one [`Entry`] per line).
+    pub fn write_jsonl(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        for entry in self.snapshot() {
+            serde_json::to_writer(&mut *out, &entry)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_raw_bytes_and_parses_json_when_possible() {
+        let rec = Recorder::new();
+        let a = rec.record(1, Direction::ClientToAgent, br#"{"jsonrpc":"2.0","method":"x"}"#);
+        let b = rec.record(1, Direction::ClientToAgent, b"not json");
+        let c = rec.record(1, Direction::ClientToAgent, &[0xff, 0xfe]);
+        let entries = rec.snapshot();
+        assert_eq!((a, b, c), (0, 1, 2));
+        assert_eq!(entries[0].method(), Some("x"));
+        assert!(entries[1].json.is_none());
+        assert!(entries[2].invalid_utf8);
+        assert!(entries[0].at_us <= entries[2].at_us);
+    }
+
+    #[test]
+    fn jsonl_round_trips() {
+        let rec = Recorder::new();
+        rec.record(2, Direction::AgentToClient, br#"{"id":1,"result":null}"#);
+        rec.note(serde_json::json!({"type":"step_timeout"}));
+        let mut buf = Vec::new();
+        rec.write_jsonl(&mut buf).unwrap();
+        let back: Vec<Entry> = String::from_utf8(buf)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(back, rec.snapshot());
+    }
+}

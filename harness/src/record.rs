@@ -1,0 +1,67 @@
+//! What one case run leaves behind for the checks: the transcript plus the facts about the run
+//! that are not frames (how the client ended, files on disk after the run). Checks are pure
+//! functions of a [`CaseRecord`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use acp_fake_agents::transcript::Entry;
+use serde::{Deserialize, Serialize};
+
+/// Scenario metadata the checks and reports need.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CaseMeta {
+    /// `<agent>@<version>/<scenario>` (plus `[optionId]` for expanded runs).
+    pub case_id: String,
+    pub title: String,
+    pub agent: String,
+    pub version: String,
+    pub provenance: Vec<String>,
+    /// Scenario file, relative to the scenarios directory.
+    pub file: String,
+}
+
+/// How the run ended, as far as the harness could tell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RunEnd {
+    /// Every step ran.
+    Completed,
+    /// A step waited for the client and gave up (per-step timeout), or the user could not do
+    /// what the scenario asked (no approval card, option not presented).
+    Incomplete { step: usize, reason: String },
+    /// The whole case exceeded its time budget.
+    Timeout { after_ms: u64, reason: String },
+    /// The client process died before the scenario ended.
+    Crash {
+        exit_code: Option<i32>,
+        signal: Option<String>,
+        reason: String,
+    },
+    /// The scenario does not apply (a required capability was not advertised).
+    NotApplicable { reason: String },
+    /// The harness itself failed (our bug or environment), never the client's fault.
+    HarnessError { reason: String },
+}
+
+/// Everything a check may look at.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CaseRecord {
+    pub meta: CaseMeta,
+    pub transcript: Vec<Entry>,
+    /// True if the client spoke the control protocol (an adapter said `hello`).
+    pub control_plane: bool,
+    /// Commands the adapter declared in `hello` (`new_session`, `prompt`, `choose`, `cancel`).
+    pub control_supports: Vec<String>,
+    /// The case's workspace (`${cwd}`) and the outside directory (`${outside}`).
+    pub workspace: PathBuf,
+    pub outside: PathBuf,
+    /// For every path the agent asked the client to write (`fs/write_text_file`), the file's
+    /// bytes right after the run (`None` if it did not exist). Taken before the tempdir is removed.
+    pub files_after: BTreeMap<PathBuf, Option<Vec<u8>>>,
+    pub end: RunEnd,
+    /// Last lines of the client's stderr (bounded).
+    pub stderr_tail: String,
+    /// One command line that re-runs just this case.
+    pub repro: String,
+}
