@@ -157,7 +157,11 @@ impl Recorder {
 
     /// Number of entries recorded so far.
     pub fn len(&self) -> usize {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).entries.len()
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entries
+            .len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -190,7 +194,11 @@ mod tests {
     #[test]
     fn records_raw_bytes_and_parses_json_when_possible() {
         let rec = Recorder::new();
-        let a = rec.record(1, Direction::ClientToAgent, br#"{"jsonrpc":"2.0","method":"x"}"#);
+        let a = rec.record(
+            1,
+            Direction::ClientToAgent,
+            br#"{"jsonrpc":"2.0","method":"x"}"#,
+        );
         let b = rec.record(1, Direction::ClientToAgent, b"not json");
         let c = rec.record(1, Direction::ClientToAgent, &[0xff, 0xfe]);
         let entries = rec.snapshot();

@@ -1,3 +1,19 @@
 //! acp-harness: conformance and fuzz test harness for ACP clients.
+//!
+//! The harness plays a scripted agent (the scenario engine of `acp-fake-agents`, reached through
+//! the `acp-fake-agent --connect` relay that the client spawns) and, through the client's
+//! control-plane adapter, the user. Every frame lands in a transcript; checks are pure functions
+//! of the recorded case. See DESIGN.md in the project's shared folder and README.md.
+pub mod acp_schema;
 pub mod checks;
+pub mod client_spec;
+pub mod control;
+pub mod launch;
+pub mod locate;
+pub mod output;
 pub mod record;
+pub mod run_json;
+pub mod runner;
+pub mod suite;
+pub mod wire_model;
+pub mod wire_only;

@@ -3,10 +3,33 @@
 //! A check returns a [`Finding`]; [`grade_case`] turns findings into graded trials, applying the
 //! rules that do not belong to any single check (an incomplete run cannot pass, a crash is
 //! reported as such, a harness error is never blamed on the client).
+//!
+//! Every check reads the case through one shared [`WireModel`] (built once per case by
+//! [`grade_case`]), so no check re-derives pairing, sessions or tool-call state.
+
+mod cancel_stop;
+mod fs;
+mod jsonrpc;
+mod offered_options;
+mod schema;
+mod session_cwd;
+mod stable_item_type;
+mod subject_kind;
+
+pub use cancel_stop::CancelStop;
+pub use fs::Fs;
+pub use jsonrpc::JsonRpc;
+pub use offered_options::OfferedOptions;
+pub use schema::Schema;
+pub use session_cwd::SessionCwd;
+pub use stable_item_type::StableItemType;
+pub use subject_kind::SubjectKind;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::CaseRecord;
+use crate::acp_schema::truncate_chars;
+use crate::record::{CaseRecord, RunEnd};
+use crate::wire_model::WireModel;
 
 /// The grade of one trial (DESIGN §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -84,5 +107,247 @@ pub trait Check: Send + Sync {
     fn needs_control_plane(&self) -> bool {
         false
     }
-    fn evaluate(&self, case: &CaseRecord) -> Finding;
+    /// Grades one case. Builds the shared [`WireModel`]; [`grade_case`] builds it once for all
+    /// checks and calls [`Check::evaluate_with`] directly.
+    fn evaluate(&self, case: &CaseRecord) -> Finding {
+        let model = WireModel::new(&case.transcript);
+        self.evaluate_with(case, &model)
+    }
+    /// Grades one case given the shared model of its transcript.
+    fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding;
 }
+
+/// Every check, in the fixed order trials are listed in.
+pub fn all_checks() -> Vec<Box<dyn Check>> {
+    vec![
+        Box::new(SubjectKind),
+        Box::new(OfferedOptions),
+        Box::new(CancelStop),
+        Box::new(StableItemType),
+        Box::new(JsonRpc),
+        Box::new(Schema),
+        Box::new(SessionCwd),
+        Box::new(Fs),
+    ]
+}
+
+/// One graded check of one case.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Trial {
+    pub check: &'static str,
+    pub rules: &'static [u16],
+    pub requirement: &'static str,
+    pub grade: Grade,
+    /// Empty on pass. Otherwise the finding, then the offending frames (one line each,
+    /// `#<index> <arrow> <raw>`), then `repro: <command>`.
+    pub message: String,
+    pub frames: Vec<usize>,
+}
+
+/// Longest raw frame quoted in a failure message (characters).
+const FRAME_CHARS: usize = 300;
+
+/// Grades every check on one case (DESIGN §5):
+///
+/// * `RunEnd::NotApplicable` → every trial `not_applicable` with the reason;
+///   `RunEnd::HarnessError` → every trial `error` (never the client's fault).
+/// * A check that needs the control plane on a client without an adapter → `not_applicable`
+///   ("client has no control-plane adapter"); this stays so whatever the run's end, since no run
+///   could make it applicable.
+/// * Otherwise the check is evaluated. `fail`, `warn` and `error` stand. `pass` or
+///   `not_applicable` on a run that did not finish become `timeout` (incomplete or timed-out
+///   run, with its reason) or `crash` (exit code, signal, stderr tail): a run that did not finish
+///   cannot pass.
+pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
+    let checks = all_checks();
+    let model = WireModel::new(&record.transcript);
+    checks
+        .iter()
+        .map(|check| {
+            let finding = match &record.end {
+                RunEnd::NotApplicable { reason } => Finding::not_applicable(reason.clone()),
+                RunEnd::HarnessError { reason } => Finding::new(
+                    Grade::Error,
+                    format!("harness error (not the client's fault): {reason}"),
+                    Vec::new(),
+                ),
+                _ if check.needs_control_plane() && !record.control_plane => {
+                    Finding::not_applicable("client has no control-plane adapter")
+                }
+                end => {
+                    let finding = check.evaluate_with(record, &model);
+                    match (finding.grade, end) {
+                        (Grade::Pass | Grade::NotApplicable, RunEnd::Incomplete { reason, .. })
+                        | (Grade::Pass | Grade::NotApplicable, RunEnd::Timeout { reason, .. }) => {
+                            Finding::new(
+                                Grade::Timeout,
+                                format!("the run did not finish: {reason}"),
+                                Vec::new(),
+                            )
+                        }
+                        (
+                            Grade::Pass | Grade::NotApplicable,
+                            RunEnd::Crash {
+                                exit_code,
+                                signal,
+                                reason,
+                            },
+                        ) => Finding::new(
+                            Grade::Crash,
+                            crash_message(
+                                *exit_code,
+                                signal.as_deref(),
+                                reason,
+                                &record.stderr_tail,
+                            ),
+                            Vec::new(),
+                        ),
+                        _ => finding,
+                    }
+                }
+            };
+            let message = match finding.grade {
+                Grade::Pass | Grade::NotApplicable => finding.message,
+                _ => failure_message(&finding, &model, &record.repro),
+            };
+            Trial {
+                check: check.id(),
+                rules: check.rules(),
+                requirement: check.requirement(),
+                grade: finding.grade,
+                message,
+                frames: finding.frames,
+            }
+        })
+        .collect()
+}
+
+fn crash_message(
+    exit_code: Option<i32>,
+    signal: Option<&str>,
+    reason: &str,
+    stderr: &str,
+) -> String {
+    let code = exit_code.map_or("none".to_owned(), |c| c.to_string());
+    let signal = signal.unwrap_or("none");
+    let mut message = format!("the client crashed (exit code {code}, signal {signal}): {reason}");
+    let tail = stderr.trim_end();
+    if tail.is_empty() {
+        message.push_str("\nstderr: (empty)");
+    } else {
+        message.push_str("\nstderr tail:\n");
+        message.push_str(tail);
+    }
+    message
+}
+
+/// The finding's message, then its frames one per line, then the repro command.
+fn failure_message(finding: &Finding, model: &WireModel<'_>, repro: &str) -> String {
+    let mut out = finding.message.trim_end().to_owned();
+    let mut seen = std::collections::HashSet::new();
+    for &index in &finding.frames {
+        if seen.insert(index) {
+            out.push('\n');
+            out.push_str(&frame_line(model, index));
+        }
+    }
+    out.push_str("\nrepro: ");
+    out.push_str(repro);
+    out
+}
+
+/// `#<index> <arrow> <raw, truncated>` for one transcript entry.
+pub fn frame_line(model: &WireModel<'_>, index: usize) -> String {
+    match model.entry(index) {
+        Some(entry) => format!(
+            "#{index} {} {}",
+            entry.direction.arrow(),
+            truncate_chars(&entry.raw, FRAME_CHARS)
+        ),
+        None => format!("#{index} (not in the transcript)"),
+    }
+}
+
+/// Collects the problems one check finds and turns them into one [`Finding`]: the worst grade
+/// wins (`error` > `fail` > `warn`), every problem is one line of the message.
+#[derive(Debug, Default)]
+pub(crate) struct Problems {
+    items: Vec<(Grade, String)>,
+    frames: Vec<usize>,
+}
+
+/// At most this many problems are spelled out; the rest are counted.
+const MAX_PROBLEMS: usize = 12;
+
+impl Problems {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn add(&mut self, grade: Grade, message: impl Into<String>, frames: &[usize]) {
+        self.items.push((grade, message.into()));
+        for &f in frames {
+            if !self.frames.contains(&f) {
+                self.frames.push(f);
+            }
+        }
+    }
+
+    pub(crate) fn fail(&mut self, message: impl Into<String>, frames: &[usize]) {
+        self.add(Grade::Fail, message, frames);
+    }
+
+    pub(crate) fn warn(&mut self, message: impl Into<String>, frames: &[usize]) {
+        self.add(Grade::Warn, message, frames);
+    }
+
+    pub(crate) fn error(&mut self, message: impl Into<String>, frames: &[usize]) {
+        self.add(Grade::Error, message, frames);
+    }
+
+    /// The finding: `pass` (with `pass_note` as its message) when nothing was found.
+    pub(crate) fn finish(self, pass_note: &str) -> Finding {
+        let rank = |g: Grade| match g {
+            Grade::Error => 3,
+            Grade::Fail => 2,
+            Grade::Warn => 1,
+            _ => 0,
+        };
+        let Some(grade) = self.items.iter().map(|(g, _)| *g).max_by_key(|g| rank(*g)) else {
+            return Finding::new(Grade::Pass, pass_note, Vec::new());
+        };
+        let mut lines: Vec<String> = self
+            .items
+            .iter()
+            .take(MAX_PROBLEMS)
+            .map(|(g, m)| {
+                if self.items.len() == 1 {
+                    m.clone()
+                } else {
+                    format!("- [{}] {m}", g.as_str())
+                }
+            })
+            .collect();
+        if self.items.len() > MAX_PROBLEMS {
+            lines.push(format!("… and {} more", self.items.len() - MAX_PROBLEMS));
+        }
+        let mut frames = self.frames;
+        frames.sort_unstable();
+        Finding::new(grade, lines.join("\n"), frames)
+    }
+}
+
+/// `"a", "b"` for a list of ids.
+pub(crate) fn quoted_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    let v: Vec<String> = items.into_iter().map(|s| format!("\"{s}\"")).collect();
+    if v.is_empty() {
+        "none".to_owned()
+    } else {
+        v.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod grade_tests;
+#[cfg(test)]
+pub(crate) mod testkit;

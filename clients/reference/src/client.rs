@@ -1,0 +1,745 @@
+//! The client core: sessions, prompt turns, and what to do with every message of the agent.
+//!
+//! User actions are methods (`new_session`, `prompt`, `choose`, `cancel`): the calls a UI's
+//! buttons make. Every change of the model is queued as an [`Event`] that the UI (here the
+//! control adapter) takes with [`Client::take_events`]. The mutants' decision points are marked
+//! `MUTANT`.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::approvals::{self, Approval, Approvals};
+use crate::control::{Button, By, Event, Outcome, TurnState};
+use crate::fs;
+use crate::mutation::Mutant;
+use crate::rpc::{Connection, Incoming, RpcError};
+use crate::subject::{Subject, classify};
+use crate::timeline::{ItemView, Timeline};
+
+pub const NAME: &str = "acp-reference-client";
+/// The only ACP protocol version this client speaks.
+pub const PROTOCOL_VERSION: u64 = 1;
+
+/// What one of our requests to the agent was for.
+#[derive(Debug)]
+pub enum Purpose {
+    Initialize,
+    NewSession { seq: u64, handle: String },
+    Prompt { session_id: String },
+}
+
+enum AgentState {
+    NotStarted,
+    /// `initialize` sent; these session handles wait for it.
+    Initializing(Vec<String>),
+    Ready,
+    /// Failed or exited; the reason is reported to any further command that needs the agent.
+    Gone(String),
+}
+
+struct Session {
+    /// The harness's handle (`s1`).
+    handle: String,
+    /// The `seq` of the `new_session` command (for errors while it opens).
+    seq: u64,
+    cwd: String,
+    /// The ACP session id, once `session/new` answered.
+    id: Option<String>,
+    /// Turns started so far; the current turn's number while one runs.
+    turn: u64,
+    running: bool,
+    /// The user cancelled the running turn; waiting for the agent's `stopReason`.
+    cancelling: bool,
+}
+
+pub struct Client {
+    agent_argv: Vec<String>,
+    mutant: Option<Mutant>,
+    conn: Option<Connection<Purpose>>,
+    agent: AgentState,
+    sessions: Vec<Session>,
+    timeline: Timeline,
+    approvals: Approvals,
+    events: Vec<Event>,
+}
+
+/// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
+pub fn version(mutant: Option<Mutant>) -> String {
+    match mutant {
+        None => env!("CARGO_PKG_VERSION").to_owned(),
+        Some(mutant) => format!("{}+{mutant}", env!("CARGO_PKG_VERSION")),
+    }
+}
+
+fn selected(option_id: &str) -> Value {
+    json!({"outcome": {"outcome": "selected", "optionId": option_id}})
+}
+
+fn cancelled() -> Value {
+    json!({"outcome": {"outcome": "cancelled"}})
+}
+
+impl Client {
+    pub fn new(agent_argv: Vec<String>, mutant: Option<Mutant>) -> Self {
+        Client {
+            agent_argv,
+            mutant,
+            conn: None,
+            agent: AgentState::NotStarted,
+            sessions: Vec::new(),
+            timeline: Timeline::default(),
+            approvals: Approvals::default(),
+            events: Vec::new(),
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        NAME
+    }
+
+    pub fn version(&self) -> String {
+        version(self.mutant)
+    }
+
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    pub fn report_error(&mut self, seq: Option<u64>, message: impl Into<String>) {
+        let message = message.into();
+        log!("error: {message}");
+        self.events.push(Event::Error { seq, message });
+    }
+
+    fn show_item(&mut self, view: Option<ItemView>) {
+        if let Some(view) = view {
+            self.events.push(Event::Item {
+                session_id: view.session_id,
+                tool_call_id: view.tool_call_id,
+                item_type: view.item_type,
+                status: view.status,
+                title: view.title,
+            });
+        }
+    }
+
+    fn end_turn(
+        &mut self,
+        session_id: &str,
+        state: TurnState,
+        stop_reason: Option<String>,
+        message: Option<String>,
+    ) {
+        if let Some(session) = self.session_by_id_mut(session_id) {
+            session.running = false;
+            session.cancelling = false;
+        }
+        self.events.push(Event::Turn {
+            session_id: session_id.to_owned(),
+            state,
+            stop_reason,
+            message,
+        });
+    }
+
+    fn session_by_handle(&self, handle: &str) -> Option<&Session> {
+        self.sessions.iter().find(|s| s.handle == handle)
+    }
+
+    fn session_by_id(&self, session_id: &str) -> Option<&Session> {
+        self.sessions
+            .iter()
+            .find(|s| s.id.as_deref() == Some(session_id))
+    }
+
+    fn session_by_id_mut(&mut self, session_id: &str) -> Option<&mut Session> {
+        self.sessions
+            .iter_mut()
+            .find(|s| s.id.as_deref() == Some(session_id))
+    }
+
+    /// The open ACP session id behind a handle, or an error event for command `seq`.
+    fn open_session_id(&mut self, seq: u64, handle: &str) -> Option<String> {
+        match self.session_by_handle(handle).map(|s| s.id.clone()) {
+            Some(Some(id)) => Some(id),
+            Some(None) => {
+                self.report_error(Some(seq), format!("session {handle:?} is not open yet"));
+                None
+            }
+            None => {
+                self.report_error(Some(seq), format!("no session {handle:?}"));
+                None
+            }
+        }
+    }
+
+    // ----- user actions -------------------------------------------------------------------
+
+    /// Open a session in `cwd`, spawning and initializing the agent first if needed.
+    pub async fn new_session(&mut self, seq: u64, handle: String, cwd: String) {
+        if self.session_by_handle(&handle).is_some() {
+            self.report_error(Some(seq), format!("session {handle:?} already exists"));
+            return;
+        }
+        // Spec #32: the session cwd MUST be absolute; never send one that is not.
+        if !Path::new(&cwd).is_absolute() {
+            self.report_error(
+                Some(seq),
+                format!("cwd must be an absolute path, got {cwd:?}"),
+            );
+            return;
+        }
+        self.sessions.push(Session {
+            handle: handle.clone(),
+            seq,
+            cwd,
+            id: None,
+            turn: 0,
+            running: false,
+            cancelling: false,
+        });
+        match &mut self.agent {
+            AgentState::NotStarted => match Connection::spawn(&self.agent_argv) {
+                Ok(mut conn) => {
+                    conn.request(
+                        "initialize",
+                        json!({
+                            "protocolVersion": PROTOCOL_VERSION,
+                            "clientCapabilities": {
+                                "fs": {"readTextFile": true, "writeTextFile": true},
+                                "terminal": false
+                            },
+                            "clientInfo": {"name": self.name(), "version": self.version()}
+                        }),
+                        Purpose::Initialize,
+                    );
+                    self.conn = Some(conn);
+                    self.agent = AgentState::Initializing(vec![handle]);
+                }
+                Err(e) => {
+                    self.agent = AgentState::Gone(e.to_string());
+                    self.fail_sessions_opening();
+                }
+            },
+            AgentState::Initializing(waiting) => waiting.push(handle),
+            AgentState::Ready => self.send_session_new(&handle),
+            AgentState::Gone(_) => self.fail_sessions_opening(),
+        }
+    }
+
+    fn send_session_new(&mut self, handle: &str) {
+        let Some(session) = self.session_by_handle(handle) else {
+            return;
+        };
+        let (seq, params) = (session.seq, json!({"cwd": session.cwd, "mcpServers": []}));
+        if let Some(conn) = &mut self.conn {
+            conn.request(
+                "session/new",
+                params,
+                Purpose::NewSession {
+                    seq,
+                    handle: handle.to_owned(),
+                },
+            );
+        }
+    }
+
+    /// The agent is gone: every session still opening fails with the reason.
+    fn fail_sessions_opening(&mut self) {
+        let reason = match &self.agent {
+            AgentState::Gone(reason) => reason.clone(),
+            _ => return,
+        };
+        let (opening, open): (Vec<Session>, Vec<Session>) = std::mem::take(&mut self.sessions)
+            .into_iter()
+            .partition(|s| s.id.is_none());
+        self.sessions = open;
+        for session in opening {
+            self.report_error(
+                Some(session.seq),
+                format!("cannot open session {:?}: {reason}", session.handle),
+            );
+        }
+    }
+
+    /// The user sends `text` in session `handle`.
+    pub fn prompt(&mut self, seq: u64, handle: &str, text: String) {
+        let Some(session_id) = self.open_session_id(seq, handle) else {
+            return;
+        };
+        if let AgentState::Gone(reason) = &self.agent {
+            let message = format!("the agent is not running: {reason}");
+            self.report_error(Some(seq), message);
+            return;
+        }
+        let Some(session) = self.session_by_id_mut(&session_id) else {
+            return;
+        };
+        if session.running {
+            self.report_error(
+                Some(seq),
+                format!("a turn is already running in {handle:?}"),
+            );
+            return;
+        }
+        session.turn += 1;
+        session.running = true;
+        session.cancelling = false;
+        self.events.push(Event::Turn {
+            session_id: session_id.clone(),
+            state: TurnState::Running,
+            stop_reason: None,
+            message: None,
+        });
+        if let Some(conn) = &mut self.conn {
+            conn.request(
+                "session/prompt",
+                json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
+                Purpose::Prompt { session_id },
+            );
+        }
+    }
+
+    /// The user clicks the button of `option_id` on the approval card of `request_id`.
+    pub fn choose(&mut self, seq: u64, request_id: &Value, option_id: &str) {
+        let Some(approval) = self.approvals.get(request_id) else {
+            self.report_error(
+                Some(seq),
+                format!("no pending approval with requestId {request_id}"),
+            );
+            return;
+        };
+        let Some(option) = approval.option(option_id).cloned() else {
+            let message = format!(
+                "approval {request_id} offers no option {option_id:?} (offered: {})",
+                approval
+                    .options
+                    .iter()
+                    .map(|o| format!("{:?}", o.option_id))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            self.report_error(Some(seq), message);
+            return;
+        };
+        let Some(approval) = self.approvals.take(request_id) else {
+            return;
+        };
+        let mut answer = option.option_id.clone();
+        // MUTANT unoffered-option (ZERO #915): the answer is built against a fixed default list
+        // ("allow" / "reject") instead of the options this request offered.
+        if self.mutant == Some(Mutant::UnofferedOption) {
+            answer = if option.is_allow() { "allow" } else { "reject" }.to_owned();
+        }
+        if let Some(conn) = &mut self.conn {
+            conn.respond(&approval.request_id, Ok(selected(&answer)));
+        }
+        self.events.push(Event::ApprovalResolved {
+            session_id: approval.session_id.clone(),
+            request_id: approval.request_id.clone(),
+            outcome: Outcome::Selected,
+            option_id: Some(answer),
+            by: By::User,
+        });
+        // MUTANT flip-on-approval (bb #1719 timeline): an approved call is shown as a command
+        // while it runs; `Timeline` shows its real type again once the agent reports it done.
+        if self.mutant == Some(Mutant::FlipOnApproval) && option.is_allow() {
+            let view = self.timeline.retype_while_running(
+                &approval.session_id,
+                &approval.tool_call_id,
+                Subject::Command,
+            );
+            self.show_item(view);
+        }
+    }
+
+    /// The user presses Stop in session `handle`: send `session/cancel`, answer every pending
+    /// approval of the session `cancelled` (#43, #44), mark unfinished tool calls cancelled
+    /// (#42), and wait for the agent's `stopReason` (updates are still accepted, #50). In an idle
+    /// session with no pending approval, Stop does nothing.
+    pub fn cancel(&mut self, seq: u64, handle: &str) {
+        let Some(session_id) = self.open_session_id(seq, handle) else {
+            return;
+        };
+        // MUTANT cancel-as-reject (acpx Ctrl-C at its y/N prompt): the cancel becomes a "no" to
+        // each pending approval, and session/cancel is never sent; the turn runs on.
+        if self.mutant == Some(Mutant::CancelAsReject) {
+            self.reject_pending(&session_id);
+            return;
+        }
+        let pending = self.approvals.take_session(&session_id);
+        let Some(session) = self.session_by_id_mut(&session_id) else {
+            return;
+        };
+        // Stop is a no-op in an idle session with nothing waiting for the user.
+        if !session.running && pending.is_empty() {
+            return;
+        }
+        let running = session.running;
+        session.cancelling = running;
+        let turn = session.turn;
+        if let Some(conn) = &mut self.conn {
+            conn.notify("session/cancel", json!({"sessionId": session_id}));
+        }
+        for approval in pending {
+            self.answer_cancelled(approval);
+        }
+        if running {
+            for view in self.timeline.cancel_unfinished(&session_id, turn) {
+                self.show_item(Some(view));
+            }
+        }
+    }
+
+    /// `cancel-as-reject` only: answer each pending approval of the session with its first
+    /// offered `reject_*` option (`cancelled` if it offers none), as a "no" at a y/N prompt.
+    fn reject_pending(&mut self, session_id: &str) {
+        for approval in self.approvals.take_session(session_id) {
+            let reject = approval.options.iter().find(|o| o.is_reject()).cloned();
+            let (result, outcome, option_id) = match reject {
+                Some(o) => (selected(&o.option_id), Outcome::Selected, Some(o.option_id)),
+                None => (cancelled(), Outcome::Cancelled, None),
+            };
+            if let Some(conn) = &mut self.conn {
+                conn.respond(&approval.request_id, Ok(result));
+            }
+            self.events.push(Event::ApprovalResolved {
+                session_id: approval.session_id,
+                request_id: approval.request_id,
+                outcome,
+                option_id,
+                by: By::Cancel,
+            });
+        }
+    }
+
+    fn answer_cancelled(&mut self, approval: Approval) {
+        if let Some(conn) = &mut self.conn {
+            conn.respond(&approval.request_id, Ok(cancelled()));
+        }
+        self.events.push(Event::ApprovalResolved {
+            session_id: approval.session_id,
+            request_id: approval.request_id,
+            outcome: Outcome::Cancelled,
+            option_id: None,
+            by: By::Cancel,
+        });
+    }
+
+    // ----- the agent ----------------------------------------------------------------------
+
+    /// The next message from the agent (never resolves while there is no agent).
+    pub async fn next_from_agent(&mut self) -> Incoming<Purpose> {
+        match &mut self.conn {
+            Some(conn) => conn.recv().await,
+            None => std::future::pending().await,
+        }
+    }
+
+    pub async fn on_agent(&mut self, incoming: Incoming<Purpose>) {
+        match incoming {
+            Incoming::Request { id, method, params } => {
+                let result = match method.as_str() {
+                    "session/request_permission" => {
+                        // Answered now (an error, or cancelled during a cancel) or on choose/cancel.
+                        match self.on_permission_request(&id, &params) {
+                            Ok(None) => return,
+                            Ok(Some(answer)) => Ok(answer),
+                            Err(e) => Err(e),
+                        }
+                    }
+                    "fs/read_text_file" => fs::read_text_file(&params).await,
+                    "fs/write_text_file" => fs::write_text_file(&params).await,
+                    // We advertise no terminal and no elicitation; extensions are unknown too.
+                    _ => Err(RpcError::method_not_found(&method)),
+                };
+                if let Some(conn) = &mut self.conn {
+                    conn.respond(&id, result);
+                }
+            }
+            Incoming::Notification { method, params } => match method.as_str() {
+                "session/update" => self.on_session_update(&params),
+                "$/cancel_request" => self.on_cancel_request(&params),
+                // Spec #88: unrecognized notifications are ignored.
+                _ => {}
+            },
+            Incoming::Response { purpose, result } => self.on_response(purpose, result).await,
+            Incoming::Closed => self.on_agent_closed().await,
+        }
+    }
+
+    /// Show a permission request. `Ok(None)`: it waits for the user; `Ok(Some(answer))`: answer
+    /// it now; `Err`: the request is invalid.
+    fn on_permission_request(
+        &mut self,
+        request_id: &Value,
+        params: &Value,
+    ) -> Result<Option<Value>, RpcError> {
+        let session_id = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| RpcError::invalid_params("`sessionId` (string) is required"))?;
+        let (turn, cancelling) = match self.session_by_id(session_id) {
+            Some(session) => (session.turn, session.cancelling),
+            None => {
+                return Err(RpcError::invalid_params(format!(
+                    "unknown sessionId {session_id:?}"
+                )));
+            }
+        };
+        let tool_call = params
+            .get("toolCall")
+            .and_then(Value::as_object)
+            .ok_or_else(|| RpcError::invalid_params("`toolCall` (object) is required"))?;
+        let tool_call_id = tool_call
+            .get("toolCallId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                RpcError::invalid_params("`toolCall.toolCallId` (string) is required")
+            })?;
+        let offered = params
+            .get("options")
+            .and_then(Value::as_array)
+            .ok_or_else(|| RpcError::invalid_params("`options` (array) is required"))?;
+        let (options, skipped) = approvals::parse_options(offered);
+        for option in skipped {
+            log!(
+                "permission {request_id}: cannot show an option without a string optionId: {option}"
+            );
+        }
+
+        // The request's toolCall is one more announcement of the tool call.
+        let view = self
+            .timeline
+            .announce(session_id, tool_call_id, tool_call, turn);
+        self.show_item(view);
+        let effective = self.timeline.call(session_id, tool_call_id);
+        let mut subject = effective.map_or(Subject::Generic, classify);
+        // MUTANT always-command (bb #1719 before #1803): every approval is a command approval
+        // (its command: rawInput.command, else the title, else the kind), whatever the kind.
+        if self.mutant == Some(Mutant::AlwaysCommand) {
+            let shown = effective.and_then(|call| {
+                call.get("rawInput")
+                    .and_then(|input| input.get("command"))
+                    .or_else(|| call.get("title"))
+                    .or_else(|| call.get("kind"))
+            });
+            log!(
+                "approval {request_id} shown as command {}",
+                shown.unwrap_or(&Value::Null)
+            );
+            subject = Subject::Command;
+        }
+
+        let labels = approvals::labels(&options);
+        self.events.push(Event::Approval {
+            session_id: session_id.to_owned(),
+            request_id: request_id.clone(),
+            tool_call_id: tool_call_id.to_owned(),
+            subject,
+            options: options
+                .iter()
+                .zip(labels)
+                .map(|(o, label)| Button {
+                    option_id: o.option_id.clone(),
+                    label,
+                })
+                .collect(),
+        });
+        let approval = Approval {
+            request_id: request_id.clone(),
+            session_id: session_id.to_owned(),
+            tool_call_id: tool_call_id.to_owned(),
+            options,
+        };
+        if cancelling {
+            // Spec #44: the turn is cancelled, so a request arriving now is answered cancelled.
+            self.events.push(Event::ApprovalResolved {
+                session_id: approval.session_id,
+                request_id: approval.request_id,
+                outcome: Outcome::Cancelled,
+                option_id: None,
+                by: By::Cancel,
+            });
+            return Ok(Some(cancelled()));
+        }
+        self.approvals.add(approval);
+        Ok(None)
+    }
+
+    fn on_session_update(&mut self, params: &Value) {
+        let Some(session_id) = params.get("sessionId").and_then(Value::as_str) else {
+            log!("ignoring session/update without a sessionId");
+            return;
+        };
+        let Some(turn) = self.session_by_id(session_id).map(|s| s.turn) else {
+            log!("ignoring session/update for unknown session {session_id:?}");
+            return;
+        };
+        let Some(update) = params.get("update").and_then(Value::as_object) else {
+            log!("ignoring session/update without an update object");
+            return;
+        };
+        // Message chunks, plans, modes, usage, …: not part of this client's model.
+        if let Some("tool_call" | "tool_call_update") =
+            update.get("sessionUpdate").and_then(Value::as_str)
+        {
+            let Some(tool_call_id) = update.get("toolCallId").and_then(Value::as_str) else {
+                log!("ignoring a tool call update without a string toolCallId");
+                return;
+            };
+            let view = self
+                .timeline
+                .announce(session_id, tool_call_id, update, turn);
+            self.show_item(view);
+        }
+    }
+
+    /// `$/cancel_request {requestId}`: the agent withdraws a request. A pending approval is
+    /// answered `cancelled` (a valid result, spec #52) and its card closes.
+    fn on_cancel_request(&mut self, params: &Value) {
+        let Some(request_id) = params.get("requestId") else {
+            return;
+        };
+        if let Some(approval) = self.approvals.take(request_id) {
+            self.answer_cancelled(approval);
+        }
+    }
+
+    async fn on_response(&mut self, purpose: Purpose, result: Result<Value, RpcError>) {
+        match purpose {
+            Purpose::Initialize => {
+                let waiting = match std::mem::replace(&mut self.agent, AgentState::Ready) {
+                    AgentState::Initializing(waiting) => waiting,
+                    other => {
+                        self.agent = other;
+                        return;
+                    }
+                };
+                let failure = match &result {
+                    Err(e) => Some(format!("initialize failed: {} ({})", e.message, e.code)),
+                    Ok(r) => match r.get("protocolVersion") {
+                        Some(v) if v.as_u64() == Some(PROTOCOL_VERSION) => None,
+                        other => Some(format!(
+                            "the agent chose protocolVersion {}; this client speaks only {PROTOCOL_VERSION}",
+                            other.unwrap_or(&Value::Null)
+                        )),
+                    },
+                };
+                match failure {
+                    None => {
+                        for handle in waiting {
+                            self.send_session_new(&handle);
+                        }
+                    }
+                    Some(reason) => {
+                        // Spec #14: close the connection and inform the user.
+                        self.report_error(None, reason.clone());
+                        self.agent = AgentState::Gone(reason);
+                        if let Some(conn) = self.conn.take() {
+                            conn.shutdown().await;
+                        }
+                        self.fail_sessions_opening();
+                    }
+                }
+            }
+            Purpose::NewSession { seq, handle } => {
+                let session_id = result
+                    .as_ref()
+                    .ok()
+                    .and_then(|r| r.get("sessionId"))
+                    .and_then(Value::as_str);
+                match session_id {
+                    Some(id) if self.session_by_id(id).is_none() => {
+                        let id = id.to_owned();
+                        if let Some(session) = self.sessions.iter_mut().find(|s| s.handle == handle)
+                        {
+                            session.id = Some(id.clone());
+                        }
+                        self.events.push(Event::SessionOpened {
+                            session: handle,
+                            session_id: id,
+                        });
+                    }
+                    _ => {
+                        self.sessions.retain(|s| s.handle != handle);
+                        let why = match &result {
+                            Err(e) => format!("{} ({})", e.message, e.code),
+                            Ok(r) => match r.get("sessionId").and_then(Value::as_str) {
+                                Some(id) => format!("the agent reused sessionId {id:?}"),
+                                None => format!("no sessionId in the response {r}"),
+                            },
+                        };
+                        self.report_error(Some(seq), format!("session/new failed: {why}"));
+                    }
+                }
+            }
+            Purpose::Prompt { session_id } => match result {
+                Ok(r) => {
+                    let stop_reason = r
+                        .get("stopReason")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                    let (state, message) = match stop_reason.as_deref() {
+                        Some("end_turn" | "max_tokens" | "max_turn_requests") => {
+                            (TurnState::Completed, None)
+                        }
+                        Some("cancelled") => (TurnState::Cancelled, None),
+                        Some("refusal") => (TurnState::Refused, None),
+                        _ => (
+                            TurnState::Failed,
+                            Some(format!(
+                                "the agent ended the turn with no known stopReason: {r}"
+                            )),
+                        ),
+                    };
+                    self.end_turn(&session_id, state, stop_reason, message);
+                }
+                Err(e) => {
+                    let message = format!("{} ({})", e.message, e.code);
+                    self.end_turn(&session_id, TurnState::Failed, None, Some(message));
+                }
+            },
+        }
+    }
+
+    async fn on_agent_closed(&mut self) {
+        log!("the agent closed its stdout");
+        if let Some(conn) = self.conn.take() {
+            if let Some(status) = conn.shutdown().await {
+                log!("the agent exited: {status}");
+            }
+        }
+        self.agent = AgentState::Gone("the agent exited".into());
+        self.fail_sessions_opening();
+        // Nobody is left to answer: the cards close (a later choose is an error).
+        for approval in self.approvals.take_all() {
+            log!(
+                "approval {} closed unanswered: the agent exited",
+                approval.request_id
+            );
+        }
+        let running: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|s| s.running)
+            .filter_map(|s| s.id.clone())
+            .collect();
+        for session_id in running {
+            self.end_turn(
+                &session_id,
+                TurnState::Failed,
+                None,
+                Some("the agent exited during the turn".into()),
+            );
+        }
+    }
+
+    /// Close the agent's stdin, wait for it briefly, kill it if needed.
+    pub async fn shutdown(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            conn.shutdown().await;
+        }
+    }
+}

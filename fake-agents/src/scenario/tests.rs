@@ -1,0 +1,541 @@
+use std::path::Path;
+
+use super::*;
+use crate::profile::{Profile, Profiles};
+
+fn profiles() -> Profiles {
+    let mut set = Profiles::new();
+    set.insert(
+        Profile::parse(
+            "tests/fixtures/test-agent@1.0.toml",
+            include_str!("../../tests/fixtures/test-agent@1.0.toml"),
+        )
+        .unwrap(),
+    );
+    set
+}
+
+const HEAD: &str = r#"[scenario]
+id = "t"
+title = "T"
+agent = "test-agent"
+version = "1.0"
+profile = "test-agent@1.0"
+provenance = ["tests"]
+"#;
+
+fn ok(body: &str) -> Scenario {
+    let text = format!("{HEAD}{body}");
+    parse("t.toml", &text, &profiles()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Parses `HEAD + body`, expects an error, and checks it points at the `nth` occurrence of
+/// `marker` in the text (found independently by searching) and mentions `words`.
+#[track_caller]
+fn err_at(body: &str, marker: &str, nth: usize, words: &str) {
+    let text = format!("{HEAD}{body}");
+    let e = parse("t.toml", &text, &profiles()).unwrap_err();
+    let offset = text
+        .match_indices(marker)
+        .nth(nth)
+        .unwrap_or_else(|| panic!("marker {marker:?} not in text"))
+        .0;
+    let (line, col) = SourceText::new(&text).line_col(offset);
+    assert_eq!(
+        (e.line, e.col),
+        (line, col),
+        "error {e} should point at {marker:?} ({line}:{col})"
+    );
+    assert!(e.message.contains(words), "{e} should mention {words:?}");
+    assert!(e.to_string().starts_with(&format!("t.toml:{line}:{col}: ")));
+}
+
+const PERM: &str = r#"
+[[step]]
+handshake = true
+
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+send = '''{"jsonrpc":"2.0","id":"${id}","method":"session/request_permission",
+  "params":{"sessionId":"${sessionId}","options":"${profile.options}","toolCall":{"toolCallId":"${toolCallId}"}}}'''
+as = "perm"
+"#;
+
+#[test]
+fn the_shipped_scenarios_parse() {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"));
+    let (scenarios, errors) = load_dir(dir);
+    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    assert!(!scenarios.is_empty());
+    // Deterministic order: sorted by path.
+    let paths: Vec<_> = scenarios.iter().map(|s| s.path.clone()).collect();
+    let mut sorted = paths.clone();
+    sorted.sort();
+    assert_eq!(paths, sorted);
+}
+
+#[test]
+fn a_full_scenario_parses_into_typed_steps() {
+    let s = ok(&format!(
+        r#"{PERM}
+[[step]]
+user = "choose"
+request = "perm"
+kind = "allow_always"
+
+[[step]]
+await = "perm"
+timeout_ms = 250
+
+[[step.on]]
+selected = ["allow_once"]
+then = [{{ send = '{{"jsonrpc":"2.0","method":"x"}}' }}, {{ delay_ms = 5 }}]
+
+[[step.on]]
+option = ["cancel"]
+
+[[step.on]]
+otherwise = true
+
+[[step]]
+reply_to = "prompt"
+result = '{{"stopReason":"end_turn"}}'
+"#
+    ));
+    assert_eq!(s.key(), "test-agent@1.0/t");
+    assert_eq!(s.steps.len(), 6);
+    assert_eq!(s.steps[0].kind, StepKind::Handshake);
+    assert_eq!(s.steps[0].line, 9);
+    let StepKind::Await { alias, cases } = &s.steps[4].kind else {
+        panic!("step 5 is an await")
+    };
+    assert_eq!(alias, "perm");
+    assert_eq!(s.steps[4].timeout, Some(Duration::from_millis(250)));
+    assert_eq!(cases.len(), 3);
+    assert_eq!(cases[0].when, When::Selected(vec!["allow_once".into()]));
+    assert_eq!(cases[0].then.len(), 2);
+    assert_eq!(cases[0].then[1].label, "5.1.2");
+    assert_eq!(cases[0].then[1].top, 5);
+    assert_eq!(
+        cases[0].then[1].kind,
+        StepKind::Delay(Duration::from_millis(5))
+    );
+    assert_eq!(cases[1].when, When::Option(vec!["cancel".into()]));
+    assert_eq!(s.cases().len(), 1);
+    assert_eq!(s.cases()[0].id, "test-agent@1.0/t");
+    assert_eq!(
+        s.cases()[0].step_ref(&s.steps[4]),
+        format!("step 5 (t.toml:{})", s.steps[4].line)
+    );
+}
+
+#[test]
+fn each_expands_into_one_case_per_offered_option() {
+    let s = ok(&format!(
+        "{PERM}\n[[step]]\nuser = \"choose\"\nrequest = \"perm\"\neach = true\n\n[[step]]\nawait = \"perm\"\n"
+    ));
+    let ids: Vec<String> = s.cases().into_iter().map(|c| c.id).collect();
+    assert_eq!(
+        ids,
+        [
+            "test-agent@1.0/t[once]",
+            "test-agent@1.0/t[always_project]",
+            "test-agent@1.0/t[always_user]",
+            "test-agent@1.0/t[cancel]"
+        ]
+    );
+    assert_eq!(s.cases()[3].each_option.as_deref(), Some("cancel"));
+}
+
+#[test]
+fn toml_syntax_errors_have_positions() {
+    err_at("[[step]]\nsend = 'abc\n", "\n", 8, "literal string");
+}
+
+#[test]
+fn unknown_and_missing_fields() {
+    err_at(
+        "[[step]]\ndelay_ms = 1\nbogus = 2\n",
+        "bogus",
+        0,
+        "unknown field `bogus`",
+    );
+    err_at(
+        &format!(
+            "{PERM}\n[[step]]\nawait = \"perm\"\n[[step.on]]\ncancelled = true\nthen = []\nfoo = 1\n"
+        ),
+        "foo",
+        0,
+        "unknown field `foo`",
+    );
+    let text = "[scenario]\nid = \"t\"\nagent = \"a\"\nversion = \"1\"\nprovenance = [\"x\"]\n[[step]]\ndelay_ms = 1\n";
+    let e = parse("t.toml", text, &profiles()).unwrap_err();
+    assert_eq!((e.line, e.col), (1, 1));
+    assert!(e.message.contains("missing field `title`"), "{e}");
+    err_at("", "[scenario]", 0, "at least one [[step]]");
+    let e = parse(
+        "t.toml",
+        &HEAD.replace("provenance = [\"tests\"]", "provenance = []"),
+        &profiles(),
+    )
+    .unwrap_err();
+    assert!(e.message.contains("provenance"), "{e}");
+}
+
+#[test]
+fn bad_ids_are_refused() {
+    let text = format!(
+        "{}[[step]]\ndelay_ms = 1\n",
+        HEAD.replace("id = \"t\"", "id = \"Bad Id\"")
+    );
+    let e = parse("t.toml", &text, &profiles()).unwrap_err();
+    assert_eq!((e.line, e.col), (2, 6), "{e}");
+}
+
+#[test]
+fn a_step_needs_exactly_one_kind() {
+    err_at(
+        "[[step]]\ntimeout_ms = 5\n",
+        "[[step]]",
+        0,
+        "exactly one of handshake",
+    );
+    err_at(
+        "[[step]]\nexpect = \"x\"\nsend = '{}'\n",
+        "'{}'",
+        0,
+        "expect and send",
+    );
+    err_at(
+        "[[step]]\nsend = '{}'\nreply = '{}'\n",
+        "'{}'",
+        1,
+        "`reply` does not belong in a `send` step",
+    );
+    err_at(
+        "[[step]]\nuser = \"prompt\"\ntext = \"hi\"\nrequest = \"x\"\n",
+        "\"x\"",
+        0,
+        "does not belong in user = \"prompt\"",
+    );
+}
+
+#[test]
+fn invalid_json_points_into_the_frame() {
+    // '''-strings drop the newline after the opening delimiter: the error is on the next line.
+    err_at(
+        "[[step]]\nsend = '''\n{\"jsonrpc\":\"2.0\",\n \"method\": x}'''\n",
+        "x}",
+        0,
+        "invalid JSON in `send`",
+    );
+    err_at("[[step]]\nsend = '{\"a\":1,}'\n", "}'", 0, "invalid JSON");
+    // Basic strings have escapes: the error points at the string.
+    err_at(
+        "[[step]]\nsend = \"{\\\"a\\\":}\"\n",
+        "\"{",
+        0,
+        "invalid JSON",
+    );
+}
+
+#[test]
+fn unknown_template_variables_are_parse_errors() {
+    err_at(
+        "[[step]]\nsend = '''{\"jsonrpc\":\"2.0\",\"method\":\"m\",\n\"params\":{\"a\":\"${cwd}/${nope}\"}}'''\n",
+        "${nope}",
+        0,
+        "unknown variable `${nope}`",
+    );
+    err_at(
+        "[vars]\nf = '${cwd}/${later}'\nlater = \"x\"\n[[step]]\ndelay_ms = 1\n",
+        "${later}",
+        0,
+        "unknown variable",
+    );
+    // In a basic string (escapes possible) the error points at the string.
+    err_at(
+        "[vars]\nf = \"${later}\"\n[[step]]\ndelay_ms = 1\n",
+        "\"${later}",
+        0,
+        "unknown variable",
+    );
+    err_at(
+        "[[step]]\nuser = \"prompt\"\ntext = 'hello ${who}'\n",
+        "${who}",
+        0,
+        "unknown variable",
+    );
+    // Captured names are known after their step, not before.
+    err_at(
+        "[[step]]\nsend = '{\"v\":\"${x}\"}'\n[[step]]\nexpect = \"m\"\ncapture = { x = \"/params/x\" }\n[[step]]\nsend = '{\"v\":\"${x}\"}'\n",
+        "${x}",
+        0,
+        "unknown variable `${x}`",
+    );
+    ok(
+        "[[step]]\nexpect = \"m\"\ncapture = { x = \"/params/x\" }\n[[step]]\nsend = '{\"v\":\"${x}\",\"w\":\"$${y}\"}'\n",
+    );
+    err_at(
+        "[[step]]\nsend = '{\"v\":\"${unterminated\"}'\n",
+        "${unterminated",
+        0,
+        "unterminated",
+    );
+}
+
+#[test]
+fn id_and_profile_variables_have_rules() {
+    err_at(
+        "[[step]]\nsend = '{\"id\":\"${id}\",\"method\":\"m\",\"params\":{\"n\":\"${id}\"}}'\n",
+        "${id}",
+        1,
+        "only valid as the whole \"id\"",
+    );
+    err_at(
+        "[[step]]\nexpect = \"m\"\nreply = '{\"v\":\"${id}\"}'\n",
+        "${id}",
+        0,
+        "only valid as the whole \"id\"",
+    );
+    err_at(
+        "[[step]]\nsend = '{\"v\":\"x ${profile.options}\"}'\n",
+        "${profile.options}",
+        0,
+        "whole JSON string",
+    );
+    err_at(
+        "[[step]]\nsend = '{\"v\":\"${profile.nope}\"}'\n",
+        "${profile.nope}",
+        0,
+        "has no frame `nope`",
+    );
+}
+
+#[test]
+fn aliases_must_be_defined_earlier() {
+    err_at(
+        "[[step]]\nawait = \"perm\"\n",
+        "\"perm\"",
+        0,
+        "names no request",
+    );
+    err_at(
+        &format!("[[step]]\nawait = \"perm\"\n{PERM}"),
+        "\"perm\"",
+        0,
+        "names no request",
+    );
+    err_at(
+        "[[step]]\nreply_to = \"prompt\"\nresult = '{}'\n",
+        "\"prompt\"",
+        0,
+        "names no client request",
+    );
+    err_at(
+        "[[step]]\nuser = \"choose\"\nrequest = \"p\"\nkind = \"allow_once\"\n",
+        "\"p\"",
+        0,
+        "names no request",
+    );
+    err_at(
+        "[[step]]\nuser = \"cancel\"\npending = \"p\"\n",
+        "\"p\"",
+        0,
+        "names no request",
+    );
+}
+
+#[test]
+fn choose_must_name_an_offered_option() {
+    err_at(
+        &format!("{PERM}[[step]]\nuser = \"choose\"\nrequest = \"perm\"\noption = \"never\"\n"),
+        "\"never\"",
+        0,
+        "does not offer option \"never\"",
+    );
+    err_at(
+        &format!(
+            "{PERM}[[step]]\nuser = \"choose\"\nrequest = \"perm\"\nkind = \"reject_always\"\n"
+        ),
+        "\"reject_always\"",
+        0,
+        "offers no option of kind",
+    );
+    err_at(
+        &format!("{PERM}[[step]]\nuser = \"choose\"\nrequest = \"perm\"\nkind = \"allow\"\n"),
+        "\"allow\"",
+        0,
+        "unknown option kind",
+    );
+    err_at(
+        &format!("{PERM}[[step]]\nawait = \"perm\"\n[[step.on]]\noption = [\"once\", \"twice\"]\n"),
+        "\"twice\"",
+        0,
+        "does not offer option \"twice\"",
+    );
+    err_at(
+        &format!(
+            "{PERM}[[step]]\nuser = \"choose\"\nrequest = \"perm\"\nkind = \"allow_once\"\neach = true\n"
+        ),
+        "\"choose\"",
+        0,
+        "exactly one of `kind`, `option`, `each = true`",
+    );
+    err_at(
+        &format!(
+            "{PERM}[[step]]\nuser = \"choose\"\nrequest = \"perm\"\neach = true\n[[step]]\nuser = \"choose\"\nrequest = \"perm\"\neach = true\n"
+        ),
+        "true",
+        2,
+        "only one `each = true`",
+    );
+    // Options from an inline array are checked too.
+    err_at(
+        "[[step]]\nsend = '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"session/request_permission\",\"params\":{\"options\":[{\"optionId\":\"a\",\"kind\":\"allow_once\",\"name\":\"A\"}]}}'\nas = \"p\"\n[[step]]\nuser = \"choose\"\nrequest = \"p\"\noption = \"b\"\n",
+        "\"b\"",
+        0,
+        "(it offers: \"a\")",
+    );
+}
+
+#[test]
+fn on_cases_have_one_condition() {
+    err_at(
+        &format!("{PERM}[[step]]\nawait = \"perm\"\n[[step.on]]\ncancelled = true\nerror = true\n"),
+        "true",
+        2,
+        "exactly one condition",
+    );
+    err_at(
+        &format!("{PERM}[[step]]\nawait = \"perm\"\n[[step.on]]\nthen = []\n"),
+        "[[step.on]]",
+        0,
+        "needs one of selected",
+    );
+    err_at(
+        &format!("{PERM}[[step]]\nawait = \"perm\"\n[[step.on]]\nselected = [\"allow\"]\n"),
+        "\"allow\"",
+        0,
+        "unknown option kind",
+    );
+}
+
+#[test]
+fn handshake_needs_a_profile_and_profiles_must_exist() {
+    let text = format!(
+        "{}[[step]]\nhandshake = true\n",
+        HEAD.replace("profile = \"test-agent@1.0\"\n", "")
+    );
+    let e = parse("t.toml", &text, &profiles()).unwrap_err();
+    assert!(e.message.contains("set `profile"), "{e}");
+    let text = format!(
+        "{}[[step]]\ndelay_ms = 1\n",
+        HEAD.replace("test-agent@1.0", "nobody@9")
+    );
+    let e = parse("t.toml", &text, &profiles()).unwrap_err();
+    assert!(
+        e.message
+            .contains("unknown profile `nobody@9` (known: test-agent@1.0)"),
+        "{e}"
+    );
+    assert_eq!((e.line, e.col), (6, 11));
+}
+
+#[test]
+fn faults_are_checked() {
+    err_at(
+        "[[step]]\nfault = \"melt\"\n",
+        "\"melt\"",
+        0,
+        "unknown fault",
+    );
+    err_at(
+        "[[step]]\nfault = \"split\"\n",
+        "\"split\"",
+        0,
+        "needs `frame",
+    );
+    err_at(
+        "[[step]]\nfault = \"raw\"\nframe = '{}'\n",
+        "'{}'",
+        0,
+        "does not belong",
+    );
+    // (The 0 after the two in HEAD's "1.0".)
+    err_at(
+        "[[step]]\nfault = \"split\"\nframe = '{}'\nat = 0\n",
+        "0",
+        2,
+        "at least 1",
+    );
+    let s = ok("[[step]]\nfault = \"raw\"\nline = 'not json ${x}'\n");
+    assert_eq!(
+        s.steps[0].kind,
+        StepKind::Fault(Fault::Raw {
+            line: "not json ${x}".into()
+        })
+    );
+}
+
+#[test]
+fn files_must_be_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.toml");
+    let mut bytes = format!("{HEAD}[[step]]\n").into_bytes();
+    bytes.extend_from_slice(b"delay_ms = 1 # caf\xe9\n");
+    std::fs::write(&path, bytes).unwrap();
+    let e = load_with(&path, &profiles()).unwrap_err();
+    assert_eq!((e.line, e.col), (9, 19), "{e}");
+    assert!(e.message.contains("UTF-8"));
+}
+
+#[test]
+fn load_dir_checks_layout_and_ignores_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let good = format!("{HEAD}[[step]]\ndelay_ms = 1\n");
+    std::fs::create_dir_all(root.join("test-agent/1.0")).unwrap();
+    std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+    std::fs::write(root.join("README.md"), "not a scenario").unwrap();
+    std::fs::write(root.join("test-agent/1.0/notes.txt"), "ignored").unwrap();
+    std::fs::write(root.join("test-agent/1.0/t.toml"), &good).unwrap();
+    std::fs::write(root.join("elsewhere/t.toml"), &good).unwrap();
+    std::fs::write(root.join("test-agent/1.0/broken.toml"), "[scenario\n").unwrap();
+    let (scenarios, errors) = load_dir_with(root, &profiles());
+    assert_eq!(scenarios.len(), 1);
+    assert_eq!(scenarios[0].key(), "test-agent@1.0/t");
+    assert_eq!(scenarios[0].meta.title, "T");
+    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].contains(
+            "elsewhere/t.toml:1:1: scenario `test-agent@1.0/t` must live at `test-agent/1.0/t.toml`"
+        ),
+        "{}",
+        errors[0]
+    );
+    assert!(errors[1].contains("broken.toml:1:"), "{}", errors[1]);
+}
+
+#[test]
+fn helpers_for_the_harness() {
+    let s = ok(&format!(
+        "[vars]\nsessionId = \"ses_over\"\nfile = \"${{cwd}}/a.md\"\n{PERM}\n[[step]]\nuser = \"new_session\"\nsession = \"s2\"\n[[step]]\nuser = \"prompt\"\ntext = \"edit ${{file}}\"\n"
+    ));
+    assert_eq!(s.first_prompt().as_deref(), Some("edit ${file}"));
+    assert_eq!(
+        s.fill_text("edit ${file}", Path::new("/w"), Path::new("/o")),
+        Ok("edit /w/a.md".to_owned())
+    );
+    assert_eq!(s.session_ids(), [("s2".to_owned(), "ses_over".to_owned())]);
+    // Without [vars], the profile's session id.
+    let s = ok(PERM);
+    assert_eq!(s.session_ids(), [("s1".to_owned(), "ses_test".to_owned())]);
+    assert_eq!(s.first_prompt(), None);
+    assert_eq!(s.all_steps().len(), 3);
+}

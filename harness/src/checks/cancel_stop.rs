@@ -1,0 +1,572 @@
+//! `cancel-stop` — a user cancel stops the turn the way ACP says (DESIGN §5.3; acp-spec §5 #42–#44,
+//! #46–#48, #50).
+//!
+//! Requirement: when the user cancels a turn in progress, the client sends `session/cancel` for
+//! that session, answers every pending `session/request_permission` of the session with
+//! `{"outcome":"cancelled"}` and answers none `selected` until the turn ends, keeps accepting the
+//! agent's updates, and — when the agent then returns `stopReason: "cancelled"` — shows the turn
+//! as cancelled (not failed, completed or refused).
+//!
+//! How the case is read:
+//! * A user cancel is a control `cancel` command (handle → sessionId via `session_opened`) or a
+//!   harness note `{"type":"user_cancel","sessionId":…}` (wire-only clients). A note without a
+//!   session id targets the session whose `session/prompt` was last sent before it.
+//! * The cancelled turn is the `session/prompt` of that session in progress at the cancel; it ends
+//!   with the agent's response to it (or the client's next `session/prompt`). A cancel while no
+//!   prompt is in progress asks for nothing on the wire.
+//! * `session/cancel` missing is `fail`; if the client instead answered a pending request with a
+//!   `reject_*` option, the message says exactly that (the ZERO #915 bug).
+//! * Pending requests answered `selected`, with a JSON-RPC error, or never, are `fail` (#43/#44);
+//!   so is a request arriving later in the cancelled turn answered `selected`. "Never" includes a
+//!   run that ended incomplete or timed out: the harness waited at least one step timeout after
+//!   the cancel, so the answer is missing, not late (a crash is reported as the death instead).
+//! * #50: a client error response that answers no request (a rejected update) during the
+//!   cancelled turn, or the client dying before the cancelled turn ended, is `fail`.
+//! * #42 (marking tool calls cancelled) is client display state with no fixed vocabulary in the
+//!   control protocol (item `status` is free text), so it is not graded.
+//! * The turn state needs the control plane; without it that part is skipped and the pass message
+//!   says so.
+
+use std::collections::HashMap;
+
+use super::{Check, Finding, Problems};
+use crate::record::{CaseRecord, RunEnd};
+use crate::wire_model::{
+    Control, PermissionAnswer, PermissionRequest, Side, UserCancel, WireModel,
+};
+
+pub struct CancelStop;
+
+impl Check for CancelStop {
+    fn id(&self) -> &'static str {
+        "cancel-stop"
+    }
+
+    fn rules(&self) -> &'static [u16] {
+        &[42, 43, 44, 46, 47, 48, 50]
+    }
+
+    fn requirement(&self) -> &'static str {
+        "A user cancel sends session/cancel, answers every pending permission request with the cancelled outcome, keeps accepting updates, and ends the turn as cancelled."
+    }
+
+    fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
+        let cancels = model.user_cancels();
+        if cancels.is_empty() {
+            return Finding::not_applicable("scenario never cancels");
+        }
+        let mut problems = Problems::new();
+        let mut turn_unchecked = false;
+        let targets: Vec<Option<&str>> = cancels.iter().map(|c| target_session(model, c)).collect();
+        // The next user cancel of the same session bounds the search for this cancel's effects.
+        let mut next_same: Vec<usize> = vec![usize::MAX; cancels.len()];
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for (k, target) in targets.iter().enumerate().rev() {
+            if let Some(sid) = target {
+                if let Some(&next) = seen.get(sid) {
+                    next_same[k] = next;
+                }
+                seen.insert(sid, cancels[k].index);
+            }
+        }
+        // Sweep: permission requests open (sent, not yet answered) at each cancel.
+        let mut open: Vec<&PermissionRequest<'_>> = Vec::new();
+        let mut next_request = 0;
+        for (k, cancel) in cancels.iter().enumerate() {
+            let at = cancel.index;
+            while let Some(p) = model.permissions.get(next_request).filter(|p| p.index < at) {
+                open.push(p);
+                next_request += 1;
+            }
+            open.retain(|p| p.answers.iter().all(|&a| a > at));
+            let Some(sid) = targets[k] else {
+                problems.fail(
+                    format!(
+                        "cannot tell which session the user cancel #{} targets: handle {} was never reported by a session_opened event.",
+                        cancel.index,
+                        cancel.handle.map_or("(none)".to_owned(), |h| format!("\"{h}\""))
+                    ),
+                    &[cancel.index],
+                );
+                continue;
+            };
+            let pending: Vec<&PermissionRequest<'_>> = open
+                .iter()
+                .copied()
+                .filter(|p| p.session_id == Some(sid))
+                .collect();
+            let scope = Scope {
+                at,
+                sid,
+                next_cancel: next_same[k],
+                pending,
+            };
+            turn_unchecked |= check_cancel(case, model, &scope, &mut problems);
+        }
+        let note = if turn_unchecked {
+            "turn state not checked: client has no control-plane adapter"
+        } else {
+            ""
+        };
+        problems.finish(note)
+    }
+}
+
+fn target_session<'a>(model: &WireModel<'a>, cancel: &UserCancel<'a>) -> Option<&'a str> {
+    if let Some(sid) = cancel.session_id.filter(|s| !s.is_empty()) {
+        return Some(sid);
+    }
+    if cancel.handle.is_some() && cancel.seq.is_some() {
+        return None; // a control command whose handle never opened
+    }
+    // A wire-only note without a session: the session of the last prompt before it.
+    model.msgs[..model.msgs.partition_point(|m| m.index < cancel.index)]
+        .iter()
+        .rev()
+        .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
+        .and_then(|m| m.params_session_id())
+        .or(match model.session_ids.as_slice() {
+            [only] => Some(*only),
+            _ => None,
+        })
+}
+
+/// Grades one cancel; returns true if the turn state was left unchecked (no control plane).
+/// One user cancel to grade.
+struct Scope<'p, 'a> {
+    /// Transcript index of the cancel.
+    at: usize,
+    sid: &'a str,
+    /// Index of the next user cancel of the same session (or `usize::MAX`).
+    next_cancel: usize,
+    /// Permission requests of the session sent before the cancel and not answered before it.
+    pending: Vec<&'p PermissionRequest<'a>>,
+}
+
+fn check_cancel(
+    case: &CaseRecord,
+    model: &WireModel<'_>,
+    scope: &Scope<'_, '_>,
+    problems: &mut Problems,
+) -> bool {
+    let Scope {
+        at,
+        sid,
+        next_cancel,
+        ref pending,
+    } = *scope;
+    let prompt = model.prompt_in_progress(sid, at);
+    let prompt_response =
+        prompt.and_then(|p| model.answers_to(p.index).into_iter().find(|&a| a > at));
+    let next_prompt = model
+        .session_msgs_from(sid, at + 1)
+        .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
+        .map(|m| m.index);
+    let turn_end = prompt_response.or(next_prompt).unwrap_or(usize::MAX);
+
+    // Permission requests of this session: pending at the cancel, or arriving in the cancelled
+    // turn.
+    let first_later = model.permissions.partition_point(|p| p.index <= at);
+    let later: Vec<&PermissionRequest<'_>> = model.permissions[first_later..]
+        .iter()
+        .take_while(|p| p.index < turn_end)
+        .filter(|p| p.session_id == Some(sid))
+        .collect();
+
+    // 1. session/cancel (#43 context, DESIGN §5.3).
+    if prompt.is_some() || !pending.is_empty() {
+        let sent = model
+            .session_msgs_from(sid, at)
+            .take_while(|m| m.index < next_cancel)
+            .any(|m| m.from == Side::Client && m.is_notification_for("session/cancel"));
+        if !sent {
+            let rejected = pending.iter().find_map(|p| {
+                let answer = p.answers.first().copied()?;
+                match model.permission_answer(answer) {
+                    PermissionAnswer::Selected(id) => {
+                        let kind = p.option(id).and_then(|o| o.kind)?;
+                        kind.starts_with("reject")
+                            .then_some((p.index, answer, id, kind))
+                    }
+                    _ => None,
+                }
+            });
+            match rejected {
+                Some((request, answer, id, kind)) => problems.fail(
+                    format!(
+                        "cancel answered with reject and no session/cancel: after the user cancel #{at} the client answered request #{request} with option \"{id}\" ({kind}) at #{answer} and never sent session/cancel for session \"{sid}\". Expected session/cancel and {{\"outcome\":\"cancelled\"}}."
+                    ),
+                    &[at, request, answer],
+                ),
+                None => {
+                    let mut frames = vec![at];
+                    frames.extend(prompt.map(|p| p.index));
+                    problems.fail(
+                        format!(
+                            "after the user cancel #{at} the client never sent session/cancel for session \"{sid}\"{}.",
+                            prompt.map_or(String::new(), |p| format!(
+                                " while its session/prompt #{} was in progress",
+                                p.index
+                            ))
+                        ),
+                        &frames,
+                    );
+                }
+            }
+        }
+    }
+
+    // 2. Pending requests are answered cancelled (#43, #44).
+    for request in pending {
+        let answer = request.answers.first().copied();
+        match answer.map(|a| (a, model.permission_answer(a))) {
+            Some((_, PermissionAnswer::Cancelled)) => {}
+            Some((a, other)) => problems.fail(
+                format!(
+                    "request #{} was pending at the user cancel #{at} and was answered {} (#{a}). Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (#43).",
+                    request.index,
+                    other.describe()
+                ),
+                &[at, request.index, a],
+            ),
+            None if !matches!(case.end, RunEnd::Crash { .. }) => problems.fail(
+                format!(
+                    "request #{} was pending at the user cancel #{at} and was never answered{}. Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (#43).",
+                    request.index,
+                    if case.end == RunEnd::Completed {
+                        ""
+                    } else {
+                        " before the run gave up waiting"
+                    }
+                ),
+                &[at, request.index],
+            ),
+            None => {}
+        }
+    }
+    for request in &later {
+        for &a in &request.answers {
+            if let PermissionAnswer::Selected(id) = model.permission_answer(a) {
+                problems.fail(
+                    format!(
+                        "request #{} arrived in the turn the user cancelled at #{at} and was answered selected \"{id}\" (#{a}). Expected the cancelled outcome (#44).",
+                        request.index
+                    ),
+                    &[at, request.index, a],
+                );
+            }
+        }
+    }
+
+    // 3. Updates after the cancel are still accepted (#50).
+    for m in model.msgs_from(at + 1) {
+        if m.index >= turn_end.min(next_cancel) {
+            break;
+        }
+        if m.from == Side::Client
+            && m.is_error_response()
+            && model.request_of(m.index).is_none()
+            && !model.is_reply_to_garbage(m.index)
+        {
+            problems.fail(
+                format!(
+                    "after the user cancel #{at} the client sent error #{} that answers no request: it rejected an update of the cancelled turn. Expected updates to be accepted silently (#50).",
+                    m.index
+                ),
+                &[at, m.index],
+            );
+        }
+    }
+    if let RunEnd::Crash { .. } = case.end {
+        if prompt.is_some() && prompt_response.is_none() {
+            problems.fail(
+                format!(
+                    "the client died after the user cancel #{at}, before the agent ended the cancelled turn. Expected it to keep accepting updates until the session/prompt response (#50)."
+                ),
+                &[at],
+            );
+        }
+    }
+
+    // 4. The client shows the turn as cancelled when the agent says so (#46–#48).
+    let Some(response) = prompt_response else {
+        return false;
+    };
+    let stop_reason = model
+        .msg(response)
+        .and_then(|m| m.result())
+        .and_then(|r| r.get("stopReason"))
+        .and_then(|s| s.as_str());
+    if stop_reason != Some("cancelled") {
+        return false;
+    }
+    if !case.control_plane {
+        return true;
+    }
+    let next_wire_prompt = model
+        .session_msgs_from(sid, response + 1)
+        .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
+        .map(|m| m.index);
+    let bound = next_wire_prompt.unwrap_or(usize::MAX).min(next_cancel);
+    let next_user_prompt = model
+        .controls_from(at + 1)
+        .iter()
+        .take_while(|c| c.index < bound)
+        .find(|c| match c.control {
+            Control::Prompt { session, .. } => {
+                model.session_for_handle(session, c.index) == Some(sid)
+            }
+            _ => false,
+        })
+        .map(|c| c.index);
+    let boundary = next_user_prompt.unwrap_or(usize::MAX).min(bound);
+    let mut ended = false;
+    for c in model.controls_from(at + 1) {
+        if c.index >= boundary {
+            break;
+        }
+        let Control::Turn {
+            session_id, state, ..
+        } = c.control
+        else {
+            continue;
+        };
+        if session_id != sid || state == "running" {
+            continue;
+        }
+        ended = true;
+        if state != "cancelled" {
+            problems.fail(
+                format!(
+                    "the agent ended the cancelled turn with stopReason \"cancelled\" (#{response}) but the client shows the turn as \"{state}\" (#{}). Expected \"cancelled\".",
+                    c.index
+                ),
+                &[at, response, c.index],
+            );
+        }
+    }
+    if !ended && case.end == RunEnd::Completed {
+        problems.fail(
+            format!(
+                "the agent ended the cancelled turn with stopReason \"cancelled\" (#{response}) but the client never reported the turn's end. Expected a turn event with state \"cancelled\"."
+            ),
+            &[at, response],
+        );
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+    use crate::checks::testkit::{Case, SID, assert_grade, buttons3, opts3};
+    use serde_json::json;
+
+    /// Prompt, a pending permission request with its card, the user cancels.
+    fn cancelled_turn(c: &Case) {
+        c.handshake();
+        c.prompt();
+        c.update(
+            json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"rm","kind":"execute"}),
+        );
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        if c.control_plane {
+            c.approval(json!(0), "c", "command", buttons3());
+            c.cmd(json!({"type":"cancel","seq":3,"session":"s1"}));
+        } else {
+            c.note(json!({"type":"user_cancel","sessionId":SID,"by":"SIGINT"}));
+        }
+    }
+
+    fn good(c: &Case) {
+        cancelled_turn(c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        c.update(json!({"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed"}));
+        c.prompt_result("cancelled");
+    }
+
+    #[test]
+    fn correct_cancel_passes() {
+        let c = Case::new();
+        good(&c);
+        c.ev(json!({"type":"turn","sessionId":SID,"state":"cancelled","stopReason":"cancelled"}));
+        assert_eq!(c.grade(&CancelStop), Finding::pass());
+    }
+
+    #[test]
+    fn wire_only_cancel_passes_and_says_turn_unchecked() {
+        let c = Case::wire_only();
+        good(&c);
+        let f = c.grade(&CancelStop);
+        assert_grade(&f, Grade::Pass, "turn state not checked");
+    }
+
+    #[test]
+    fn cancel_as_reject_without_session_cancel_fails() {
+        let c = Case::new();
+        cancelled_turn(&c);
+        c.select(json!(0), "reject");
+        c.prompt_result("end_turn");
+        let f = c.grade(&CancelStop);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "cancel answered with reject and no session/cancel",
+        );
+        assert!(
+            f.message.contains("was pending at the user cancel"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn missing_session_cancel_fails() {
+        let c = Case::new();
+        cancelled_turn(&c);
+        c.cancelled(json!(0));
+        c.prompt_result("end_turn");
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "never sent session/cancel",
+        );
+    }
+
+    #[test]
+    fn pending_request_selected_or_unanswered_fails() {
+        let c = Case::new();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.select(json!(0), "once");
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "answered selected \"once\"",
+        );
+
+        let mut c = Case::new();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        assert_grade(&c.grade(&CancelStop), Grade::Fail, "was never answered");
+        c.end = RunEnd::Incomplete {
+            step: 9,
+            reason: "waiting".into(),
+        };
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "never answered before the run gave up waiting",
+        );
+        c.end = RunEnd::Crash {
+            exit_code: Some(1),
+            signal: None,
+            reason: "died".into(),
+        };
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "the client died after the user cancel",
+        );
+        assert!(!c.grade(&CancelStop).message.contains("never answered"));
+    }
+
+    #[test]
+    fn later_request_in_cancelled_turn_must_not_be_selected() {
+        let c = Case::wire_only();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        c.permission(json!(1), json!({"toolCallId":"d"}), opts3());
+        c.select(json!(1), "always");
+        c.prompt_result("cancelled");
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "arrived in the turn the user cancelled",
+        );
+    }
+
+    #[test]
+    fn turn_shown_failed_after_cancelled_stop_reason_fails() {
+        let c = Case::new();
+        good(&c);
+        c.ev(json!({"type":"turn","sessionId":SID,"state":"failed","message":"Cancelled"}));
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "shows the turn as \"failed\"",
+        );
+        let c = Case::new();
+        good(&c);
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "never reported the turn's end",
+        );
+    }
+
+    #[test]
+    fn turn_after_end_turn_stop_reason_is_not_judged() {
+        let c = Case::new();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        c.prompt_result("end_turn");
+        c.ev(json!({"type":"turn","sessionId":SID,"state":"completed","stopReason":"end_turn"}));
+        assert_eq!(c.grade(&CancelStop).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn rejecting_updates_or_dying_after_cancel_fails() {
+        let c = Case::new();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        c.update(json!({"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed"}));
+        c.c2a(json!({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"turn is over"}}));
+        c.prompt_result("end_turn");
+        assert_grade(&c.grade(&CancelStop), Grade::Fail, "rejected an update");
+
+        let mut c = Case::wire_only();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        c.update(json!({"sessionUpdate":"tool_call_update","toolCallId":"c","status":"failed"}));
+        c.end = RunEnd::Crash {
+            exit_code: Some(130),
+            signal: None,
+            reason: "exited".into(),
+        };
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "the client died after the user cancel",
+        );
+    }
+
+    #[test]
+    fn no_cancel_is_not_applicable() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.prompt_result("end_turn");
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::NotApplicable,
+            "scenario never cancels",
+        );
+    }
+
+    #[test]
+    fn note_without_session_targets_the_last_prompt() {
+        let c = Case::wire_only();
+        c.handshake();
+        c.prompt();
+        c.note(json!({"type":"user_cancel","sessionId":"","by":"SIGINT"}));
+        c.prompt_result("end_turn");
+        assert_grade(&c.grade(&CancelStop), Grade::Fail, "session \"ses_1\"");
+    }
+}

@@ -1,0 +1,465 @@
+//! `fs` — file-system requests really happen, byte for byte (acp-spec §5 #64–#66).
+//!
+//! Requirement: an `fs/write_text_file` the client answers with success leaves exactly the
+//! requested bytes in that file; a client that advertised `fs.writeTextFile` does not refuse a
+//! write inside the workspace (it must create the file, #65); and an `fs/read_text_file` answered
+//! with success returns the file's lines from `line` (1-based) for at most `limit` lines (#66).
+//!
+//! Reading:
+//! * Only paths inside the case's workspace or its `${outside}` directory are compared: the harness
+//!   snapshots nothing else (`files_after`). A verifiable path with no snapshot at all is a harness
+//!   `error`.
+//! * Per path, the last write answered with success is compared with the file after the run;
+//!   a later write the client never answered makes the path unverifiable.
+//! * A read is compared only if no write to that path follows it. With `line`/`limit` the
+//!   expected text is the selected lines with their line terminators; the final terminator may be
+//!   left out. Without them the whole file must come back exactly.
+//! * #64 binds the agent (our fake agent); here it only decides that refusing a write is fine for
+//!   a client that did not advertise `fs.writeTextFile`.
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{Check, Finding, Problems};
+use crate::acp_schema::truncate_chars;
+use crate::record::CaseRecord;
+use crate::wire_model::{Side, WireModel, WireMsg};
+
+pub struct Fs;
+
+impl Check for Fs {
+    fn id(&self) -> &'static str {
+        "fs"
+    }
+
+    fn rules(&self) -> &'static [u16] {
+        &[64, 65, 66]
+    }
+
+    fn requirement(&self) -> &'static str {
+        "A successful fs/write_text_file leaves exactly the requested bytes on disk, and a successful fs/read_text_file returns the requested lines."
+    }
+
+    fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
+        let requests: Vec<FsRequest<'_, '_>> = model
+            .msgs
+            .iter()
+            .filter(|m| m.from == Side::Agent)
+            .filter_map(|m| FsRequest::of(model, m))
+            .collect();
+        if requests.is_empty() {
+            return Finding::not_applicable("scenario sends no fs request");
+        }
+        let mut problems = Problems::new();
+        check_writes(case, model, &requests, &mut problems);
+        check_reads(case, &requests, &mut problems);
+        problems.finish("")
+    }
+}
+
+/// An agent fs request with its path, params and the client's first answer.
+struct FsRequest<'m, 'a> {
+    msg: &'m WireMsg<'a>,
+    write: bool,
+    path: PathBuf,
+    params: &'a Value,
+    /// (index, result) of the first answer; result `None` for an error response.
+    answer: Option<(usize, Option<&'a Value>)>,
+}
+
+impl<'m, 'a> FsRequest<'m, 'a> {
+    fn of(model: &WireModel<'a>, msg: &'m WireMsg<'a>) -> Option<Self> {
+        let write = match msg.method()? {
+            "fs/write_text_file" => true,
+            "fs/read_text_file" => false,
+            _ => return None,
+        };
+        if !msg.is_request() {
+            return None;
+        }
+        let params = msg.params()?;
+        let path = PathBuf::from(params.get("path")?.as_str()?);
+        let answer = model.answers_to(msg.index).first().map(|&a| {
+            let result = model.msg(a).and_then(|r| r.result());
+            (a, result)
+        });
+        Some(FsRequest {
+            msg,
+            write,
+            path,
+            params,
+            answer,
+        })
+    }
+}
+
+/// A path the harness snapshots: absolute, no `..`, inside the workspace or `${outside}`.
+fn verifiable(case: &CaseRecord, path: &Path) -> bool {
+    path.is_absolute()
+        && !path.components().any(|c| matches!(c, Component::ParentDir))
+        && (path.starts_with(&case.workspace) || path.starts_with(&case.outside))
+        && !case.workspace.as_os_str().is_empty()
+}
+
+fn check_writes(
+    case: &CaseRecord,
+    model: &WireModel<'_>,
+    requests: &[FsRequest<'_, '_>],
+    problems: &mut Problems,
+) {
+    // Per path: the last write answered with success, unless a later write is unanswered.
+    let mut last_success: BTreeMap<&Path, Option<&FsRequest<'_, '_>>> = BTreeMap::new();
+    for w in requests.iter().filter(|r| r.write) {
+        match w.answer {
+            Some((_, Some(_))) => {
+                last_success.insert(&w.path, Some(w));
+            }
+            Some((answer, None)) => {
+                let inside = w.path.starts_with(&case.workspace) && verifiable(case, &w.path);
+                if inside && model.client_fs_capability(w.msg.conn, "writeTextFile") {
+                    problems.fail(
+                        format!(
+                            "fs/write_text_file #{} for \"{}\" inside the workspace was refused with error #{answer}, although the client advertised fs.writeTextFile. Expected the file to be written (created if missing, #65).",
+                            w.msg.index,
+                            w.path.display()
+                        ),
+                        &[w.msg.index, answer],
+                    );
+                }
+            }
+            None => {
+                last_success.insert(&w.path, None);
+            }
+        }
+    }
+    for (path, write) in last_success {
+        let Some(w) = write else { continue };
+        let Some(content) = w.params.get("content").and_then(Value::as_str) else {
+            continue;
+        };
+        if !verifiable(case, path) {
+            continue;
+        }
+        let frames = [w.msg.index, w.answer.map_or(w.msg.index, |(a, _)| a)];
+        match case.files_after.get(path) {
+            None => problems.error(
+                format!(
+                    "harness bug: no snapshot of \"{}\" after the run, so write #{} cannot be verified.",
+                    path.display(),
+                    w.msg.index
+                ),
+                &frames,
+            ),
+            Some(None) => problems.fail(
+                format!(
+                    "fs/write_text_file #{} was answered with success but \"{}\" does not exist after the run. Expected {} bytes.",
+                    w.msg.index,
+                    path.display(),
+                    content.len()
+                ),
+                &frames,
+            ),
+            Some(Some(bytes)) if bytes.as_slice() != content.as_bytes() => problems.fail(
+                format!(
+                    "fs/write_text_file #{} was answered with success but \"{}\" does not hold the requested bytes: {}.",
+                    w.msg.index,
+                    path.display(),
+                    describe_diff(content.as_bytes(), bytes)
+                ),
+                &frames,
+            ),
+            Some(Some(_)) => {}
+        }
+    }
+}
+
+fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut Problems) {
+    let mut last_write: BTreeMap<&Path, usize> = BTreeMap::new();
+    for w in requests.iter().filter(|r| r.write) {
+        last_write.insert(&w.path, w.msg.index);
+    }
+    for r in requests.iter().filter(|r| !r.write) {
+        let Some((answer, Some(result))) = r.answer else {
+            continue;
+        };
+        let Some(returned) = result.get("content").and_then(Value::as_str) else {
+            continue; // the schema check reports a result without content
+        };
+        let written_later = last_write
+            .get(r.path.as_path())
+            .is_some_and(|&w| w > r.msg.index);
+        if !verifiable(case, &r.path) || written_later {
+            continue;
+        }
+        let frames = [r.msg.index, answer];
+        let bytes = match case.files_after.get(&r.path) {
+            None => {
+                problems.error(
+                    format!(
+                        "harness bug: no snapshot of \"{}\" after the run, so read #{} cannot be verified.",
+                        r.path.display(),
+                        r.msg.index
+                    ),
+                    &frames,
+                );
+                continue;
+            }
+            Some(None) => {
+                problems.fail(
+                    format!(
+                        "fs/read_text_file #{} returned content for \"{}\", which does not exist. Expected an error.",
+                        r.msg.index,
+                        r.path.display()
+                    ),
+                    &frames,
+                );
+                continue;
+            }
+            Some(Some(bytes)) => bytes,
+        };
+        let text = String::from_utf8_lossy(bytes);
+        let line = r.params.get("line").filter(|v| !v.is_null());
+        let limit = r.params.get("limit").filter(|v| !v.is_null());
+        let (line, limit) = match (line.map(Value::as_u64), limit.map(Value::as_u64)) {
+            (Some(None), _) | (_, Some(None)) | (Some(Some(0)), _) => continue, // not a valid request
+            (line, limit) => (line.flatten(), limit.flatten()),
+        };
+        let window = line.is_some() || limit.is_some();
+        let expected = select_lines(&text, line.unwrap_or(1), limit);
+        let accepted =
+            returned == expected || (window && Some(returned) == strip_final_terminator(&expected));
+        if !accepted {
+            let what = match (line, limit) {
+                (None, None) => "the whole file".to_owned(),
+                (l, m) => format!(
+                    "line {} for {}",
+                    l.unwrap_or(1),
+                    m.map_or("all remaining lines".to_owned(), |m| format!(
+                        "at most {m} lines"
+                    ))
+                ),
+            };
+            problems.fail(
+                format!(
+                    "fs/read_text_file #{} of \"{}\" asked for {what} (#66) and got different text: {}.",
+                    r.msg.index,
+                    r.path.display(),
+                    describe_diff(expected.as_bytes(), returned.as_bytes())
+                ),
+                &frames,
+            );
+        }
+    }
+}
+
+/// Lines `line..line+limit` (1-based) of `text`, each with its terminator.
+fn select_lines(text: &str, line: u64, limit: Option<u64>) -> String {
+    let skip = usize::try_from(line.saturating_sub(1)).unwrap_or(usize::MAX);
+    let take = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    text.split_inclusive('\n').skip(skip).take(take).collect()
+}
+
+fn strip_final_terminator(s: &str) -> Option<&str> {
+    s.strip_suffix("\r\n").or_else(|| s.strip_suffix('\n'))
+}
+
+/// "expected N bytes, got M; first difference at byte K: expected "…" / actual "…"".
+fn describe_diff(expected: &[u8], actual: &[u8]) -> String {
+    let at = expected
+        .iter()
+        .zip(actual)
+        .position(|(a, b)| a != b)
+        .unwrap_or(expected.len().min(actual.len()));
+    let snippet = |b: &[u8]| {
+        let tail = b.get(at..).unwrap_or(&[]);
+        let s = String::from_utf8_lossy(&tail[..tail.len().min(120)]).into_owned();
+        format!("{:?}", truncate_chars(&s, 40))
+    };
+    format!(
+        "expected {} bytes, got {}; first difference at byte {at}: expected {} / actual {}",
+        expected.len(),
+        actual.len(),
+        snippet(expected),
+        snippet(actual)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+    use crate::checks::testkit::{Case, SID, WS, assert_grade};
+    use serde_json::json;
+
+    fn write(c: &Case, id: u64, path: &str, content: &str) -> usize {
+        c.a2c(
+            json!({"jsonrpc":"2.0","id":id,"method":"fs/write_text_file",
+            "params":{"sessionId":SID,"path":path,"content":content}}),
+        )
+    }
+
+    fn read(c: &Case, id: u64, path: &str, line: Option<u64>, limit: Option<u64>) -> usize {
+        let mut params = json!({"sessionId":SID,"path":path});
+        if let Some(l) = line {
+            params["line"] = json!(l);
+        }
+        if let Some(l) = limit {
+            params["limit"] = json!(l);
+        }
+        c.a2c(json!({"jsonrpc":"2.0","id":id,"method":"fs/read_text_file","params":params}))
+    }
+
+    fn ok(c: &Case, id: u64, result: Value) -> usize {
+        c.c2a(json!({"jsonrpc":"2.0","id":id,"result":result}))
+    }
+
+    fn file(c: &mut Case, path: &str, bytes: Option<&str>) {
+        c.files_after
+            .insert(PathBuf::from(path), bytes.map(|b| b.as_bytes().to_vec()));
+    }
+
+    #[test]
+    fn write_landing_exactly_passes() {
+        let mut c = Case::wire_only();
+        c.handshake();
+        let p = format!("{WS}/notes.md");
+        write(&c, 10, &p, "hello\nworld\n");
+        ok(&c, 10, json!(null));
+        file(&mut c, &p, Some("hello\nworld\n"));
+        assert_eq!(c.grade(&Fs), Finding::pass());
+    }
+
+    #[test]
+    fn wrong_bytes_or_missing_file_fails() {
+        let mut c = Case::wire_only();
+        c.handshake();
+        let p = format!("{WS}/notes.md");
+        write(&c, 10, &p, "hello\nworld\n");
+        ok(&c, 10, json!({}));
+        file(&mut c, &p, Some("hello\r\nworld\r\n"));
+        assert_grade(
+            &c.grade(&Fs),
+            Grade::Fail,
+            "expected 12 bytes, got 14; first difference at byte 5",
+        );
+        file(&mut c, &p, None);
+        assert_grade(&c.grade(&Fs), Grade::Fail, "does not exist after the run");
+    }
+
+    #[test]
+    fn last_successful_write_counts() {
+        let mut c = Case::wire_only();
+        c.handshake();
+        let p = format!("{WS}/a");
+        write(&c, 10, &p, "one");
+        ok(&c, 10, json!({}));
+        write(&c, 11, &p, "two");
+        ok(&c, 11, json!({}));
+        file(&mut c, &p, Some("two"));
+        assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+        file(&mut c, &p, Some("one"));
+        assert_eq!(c.grade(&Fs).grade, Grade::Fail);
+    }
+
+    #[test]
+    fn refusing_a_workspace_write_fails_only_when_advertised() {
+        let mut c = Case::wire_only();
+        c.handshake(); // advertises fs.writeTextFile
+        let p = format!("{WS}/new/file.txt");
+        write(&c, 10, &p, "x");
+        c.c2a(json!({"jsonrpc":"2.0","id":10,"error":{"code":-32603,"message":"ENOENT"}}));
+        file(&mut c, &p, None);
+        assert_grade(
+            &c.grade(&Fs),
+            Grade::Fail,
+            "Expected the file to be written (created if missing, #65)",
+        );
+
+        let c = Case::wire_only();
+        c.c2a(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}));
+        write(&c, 10, &p, "x");
+        c.c2a(
+            json!({"jsonrpc":"2.0","id":10,"error":{"code":-32601,"message":"Method not found"}}),
+        );
+        assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+
+        // Outside the workspace a refusal is the client's right.
+        let c = Case::wire_only();
+        c.handshake();
+        write(&c, 10, "/tmp/case/outside/x", "x");
+        c.c2a(json!({"jsonrpc":"2.0","id":10,"error":{"code":-32603,"message":"outside"}}));
+        assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn missing_snapshot_is_a_harness_error() {
+        let c = Case::wire_only();
+        c.handshake();
+        write(&c, 10, &format!("{WS}/a"), "x");
+        ok(&c, 10, json!({}));
+        assert_grade(&c.grade(&Fs), Grade::Error, "harness bug: no snapshot");
+    }
+
+    #[test]
+    fn reads_honour_line_and_limit() {
+        let p = format!("{WS}/src.txt");
+        let body = "l1\nl2\nl3\nl4\n";
+        let run = |line: Option<u64>, limit: Option<u64>, returned: &str| {
+            let mut c = Case::wire_only();
+            c.handshake();
+            read(&c, 10, &p, line, limit);
+            ok(&c, 10, json!({"content":returned}));
+            file(&mut c, &p, Some(body));
+            c.grade(&Fs)
+        };
+        assert_eq!(run(None, None, body).grade, Grade::Pass);
+        assert_eq!(run(Some(2), Some(2), "l2\nl3\n").grade, Grade::Pass);
+        assert_eq!(run(Some(2), Some(2), "l2\nl3").grade, Grade::Pass);
+        assert_eq!(run(Some(4), None, "l4\n").grade, Grade::Pass);
+        assert_eq!(run(Some(9), Some(1), "").grade, Grade::Pass);
+        // 0-based slip: line 2 read as the third line.
+        assert_grade(
+            &run(Some(2), Some(1), "l3\n"),
+            Grade::Fail,
+            "asked for line 2 for at most 1 lines",
+        );
+        // limit ignored.
+        assert_eq!(run(Some(1), Some(1), body).grade, Grade::Fail);
+        // Whole file must be exact.
+        assert_eq!(run(None, None, "l1\nl2\nl3\nl4").grade, Grade::Fail);
+    }
+
+    #[test]
+    fn read_followed_by_write_is_not_compared() {
+        let mut c = Case::wire_only();
+        c.handshake();
+        let p = format!("{WS}/a");
+        read(&c, 10, &p, None, None);
+        ok(&c, 10, json!({"content":"old"}));
+        write(&c, 11, &p, "new");
+        ok(&c, 11, json!({}));
+        file(&mut c, &p, Some("new"));
+        assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn no_fs_request_is_not_applicable() {
+        let c = Case::wire_only();
+        c.handshake();
+        assert_grade(&c.grade(&Fs), Grade::NotApplicable, "no fs request");
+    }
+
+    #[test]
+    fn select_lines_is_total() {
+        assert_eq!(select_lines("", 1, None), "");
+        assert_eq!(select_lines("a", 1, Some(0)), "");
+        assert_eq!(select_lines("a\nb", 2, Some(u64::MAX)), "b");
+        assert_eq!(select_lines("a\nb", u64::MAX, None), "");
+        assert_eq!(
+            describe_diff(b"ab", b"a"),
+            "expected 2 bytes, got 1; first difference at byte 1: expected \"b\" / actual \"\""
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! Tests of [`grade_case`]: the RunEnd rules, the control-plane rule and the message format.
+
+use serde_json::json;
+
+use super::testkit::{Case, SID, buttons3, opts3};
+use super::*;
+
+/// A run where every check passes or is not applicable.
+fn passing() -> Case {
+    let c = Case::new();
+    c.handshake();
+    c.prompt();
+    c.update(json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"ls","kind":"execute"}));
+    c.item("c", "command");
+    c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+    c.approval(json!(0), "c", "command", buttons3());
+    c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"once"}));
+    c.select(json!(0), "once");
+    c.prompt_result("end_turn");
+    c
+}
+
+fn trial<'t>(trials: &'t [Trial], id: &str) -> &'t Trial {
+    trials.iter().find(|t| t.check == id).expect("trial")
+}
+
+#[test]
+fn all_checks_have_stable_ids_in_fixed_order() {
+    let ids: Vec<&str> = all_checks().iter().map(|c| c.id()).collect();
+    assert_eq!(
+        ids,
+        [
+            "subject-kind",
+            "offered-options",
+            "cancel-stop",
+            "stable-item-type",
+            "jsonrpc",
+            "schema",
+            "session-cwd",
+            "fs"
+        ]
+    );
+    for check in all_checks() {
+        assert!(!check.rules().is_empty(), "{}", check.id());
+        assert!(check.requirement().ends_with('.'), "{}", check.id());
+    }
+}
+
+#[test]
+fn completed_run_grades_each_check() {
+    let trials = grade_case(&passing().record());
+    let grades: Vec<(&str, Grade)> = trials.iter().map(|t| (t.check, t.grade)).collect();
+    assert_eq!(
+        grades,
+        [
+            ("subject-kind", Grade::Pass),
+            ("offered-options", Grade::Pass),
+            ("cancel-stop", Grade::NotApplicable),
+            ("stable-item-type", Grade::Pass),
+            ("jsonrpc", Grade::Pass),
+            ("schema", Grade::Pass),
+            ("session-cwd", Grade::Pass),
+            ("fs", Grade::NotApplicable),
+        ]
+    );
+    assert_eq!(
+        trial(&trials, "cancel-stop").message,
+        "scenario never cancels"
+    );
+    assert_eq!(trial(&trials, "jsonrpc").rules, &[1, 2, 3, 4, 6, 7]);
+}
+
+#[test]
+fn not_applicable_run_makes_every_trial_not_applicable() {
+    let mut c = passing();
+    c.end = RunEnd::NotApplicable {
+        reason: "client does not advertise fs.writeTextFile".into(),
+    };
+    for t in grade_case(&c.record()) {
+        assert_eq!(t.grade, Grade::NotApplicable, "{}", t.check);
+        assert_eq!(t.message, "client does not advertise fs.writeTextFile");
+    }
+}
+
+#[test]
+fn harness_error_makes_every_trial_error_with_repro() {
+    let mut c = passing();
+    c.end = RunEnd::HarnessError {
+        reason: "socket bind failed".into(),
+    };
+    for t in grade_case(&c.record()) {
+        assert_eq!(t.grade, Grade::Error, "{}", t.check);
+        assert!(t.message.contains("socket bind failed"));
+        assert!(t.message.ends_with("repro: acp-harness replay test@1/case"));
+    }
+}
+
+#[test]
+fn control_plane_checks_are_not_applicable_without_adapter_even_on_timeout() {
+    let mut c = Case::wire_only();
+    c.handshake();
+    c.end = RunEnd::Timeout {
+        after_ms: 30_000,
+        reason: "case budget exceeded".into(),
+    };
+    let trials = grade_case(&c.record());
+    for id in ["subject-kind", "stable-item-type"] {
+        let t = trial(&trials, id);
+        assert_eq!(t.grade, Grade::NotApplicable, "{id}");
+        assert_eq!(t.message, "client has no control-plane adapter");
+    }
+    // Wire checks on an unfinished run cannot pass.
+    let t = trial(&trials, "jsonrpc");
+    assert_eq!(t.grade, Grade::Timeout);
+    assert!(
+        t.message
+            .starts_with("the run did not finish: case budget exceeded")
+    );
+    assert!(t.message.ends_with("repro: acp-harness replay test@1/case"));
+}
+
+#[test]
+fn incomplete_run_turns_pass_and_not_applicable_into_timeout_but_fail_stands() {
+    let mut c = Case::new();
+    c.handshake();
+    c.prompt();
+    c.permission(json!(0), json!({"toolCallId":"c","kind":"edit"}), opts3());
+    c.approval(json!(0), "c", "command", buttons3());
+    c.end = RunEnd::Incomplete {
+        step: 6,
+        reason: "step 6: client sent no response within 5000 ms".into(),
+    };
+    let trials = grade_case(&c.record());
+    assert_eq!(trial(&trials, "subject-kind").grade, Grade::Fail);
+    for id in ["offered-options", "cancel-stop", "jsonrpc", "fs"] {
+        let t = trial(&trials, id);
+        assert_eq!(t.grade, Grade::Timeout, "{id}");
+        assert!(
+            t.message.contains("step 6: client sent no response"),
+            "{id}"
+        );
+    }
+}
+
+#[test]
+fn crash_reports_exit_code_signal_and_stderr() {
+    let mut c = passing();
+    c.end = RunEnd::Crash {
+        exit_code: None,
+        signal: Some("SIGSEGV".into()),
+        reason: "client died at step 4".into(),
+    };
+    let trials = grade_case(&c.record());
+    let t = trial(&trials, "schema");
+    assert_eq!(t.grade, Grade::Crash);
+    assert!(
+        t.message.starts_with(
+            "the client crashed (exit code none, signal SIGSEGV): client died at step 4"
+        ),
+        "{}",
+        t.message
+    );
+    assert!(t.message.contains("stderr tail:\nlast words"));
+    assert!(t.message.ends_with("repro: acp-harness replay test@1/case"));
+}
+
+#[test]
+fn failure_message_lists_frames_then_repro() {
+    let c = Case::wire_only();
+    c.handshake();
+    c.prompt();
+    let req = c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+    let long = "x".repeat(1000);
+    let ans = c.select(json!(0), &long);
+    let trials = grade_case(&c.record());
+    let t = trial(&trials, "offered-options");
+    assert_eq!(t.grade, Grade::Fail);
+    assert_eq!(t.frames, vec![req, ans]);
+    let lines: Vec<&str> = t.message.lines().collect();
+    let n = lines.len();
+    assert!(lines[n - 3].starts_with(&format!("#{req} agent → client {{")));
+    assert!(lines[n - 2].starts_with(&format!("#{ans} client → agent {{")));
+    assert!(
+        lines[n - 2].chars().count() < 340,
+        "frame lines are truncated"
+    );
+    assert!(lines[n - 2].ends_with('…'));
+    assert_eq!(lines[n - 1], "repro: acp-harness replay test@1/case");
+    assert!(t.message.contains(SID) || t.message.contains("did not offer"));
+}
+
+#[test]
+fn grading_never_panics_on_garbage() {
+    let c = Case::new();
+    c.c2a_raw(b"\x00\x01garbage");
+    c.rec.record(
+        7,
+        acp_fake_agents::transcript::Direction::AgentToClient,
+        b"[1,2]",
+    );
+    c.ev(json!({"type":"approval"}));
+    c.ev(json!({"type":"item","sessionId":1}));
+    c.cmd(json!({"type":"cancel","seq":1,"session":"nope"}));
+    c.note(json!({"type":"user_cancel"}));
+    c.c2a(json!({"jsonrpc":"2.0","id":[1],"result":{}}));
+    c.a2c(json!({"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"toolCall":7,"options":"x"}}));
+    c.a2c(json!({"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"path":"/tmp/case/work/a","line":-1}}));
+    c.c2a(json!({"jsonrpc":"2.0","id":1,"result":{"content":"x"}}));
+    let trials = grade_case(&c.record());
+    assert_eq!(trials.len(), all_checks().len());
+}
+
+#[test]
+fn grading_a_large_transcript_stays_fast() {
+    // ~100k frames: many turns that reuse one toolCallId, each with a card, a choice and a cancel.
+    let c = Case::new();
+    c.handshake();
+    for turn in 0..7_000u64 {
+        let id = 1_000 + turn;
+        c.c2a(
+            json!({"jsonrpc":"2.0","id":id,"method":"session/prompt","params":{"sessionId":SID,
+            "prompt":[{"type":"text","text":"go"}]}}),
+        );
+        c.update(
+            json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"ls","kind":"execute"}),
+        );
+        c.item("c", "command");
+        c.permission(json!(turn), json!({"toolCallId":"c"}), opts3());
+        c.approval(json!(turn), "c", "command", buttons3());
+        c.cmd(json!({"type":"choose","seq":10 + turn,"requestId":turn,"optionId":"once"}));
+        c.select(json!(turn), "once");
+        c.update(json!({"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed"}));
+        c.cmd(json!({"type":"cancel","seq":100_000 + turn,"session":"s1"}));
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.a2c(json!({"jsonrpc":"2.0","id":id,"result":{"stopReason":"cancelled"}}));
+        c.ev(json!({"type":"turn","sessionId":SID,"state":"cancelled"}));
+        c.update(
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}),
+        );
+        c.update(
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"y"}}),
+        );
+    }
+    let record = c.record();
+    assert!(record.transcript.len() > 95_000);
+    let started = std::time::Instant::now();
+    let trials = grade_case(&record);
+    let elapsed = started.elapsed();
+    for t in &trials {
+        assert!(
+            matches!(t.grade, Grade::Pass | Grade::NotApplicable),
+            "{}: {:?} {}",
+            t.check,
+            t.grade,
+            t.message
+        );
+    }
+    // About 0.5 s in a debug build; a quadratic pass would take minutes.
+    assert!(elapsed.as_secs() < 20, "grading took {elapsed:?}");
+}

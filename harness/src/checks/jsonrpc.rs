@@ -1,0 +1,281 @@
+//! `jsonrpc` — the client speaks JSON-RPC 2.0 correctly (acp-spec §5 #1–#4, #6, #7).
+//!
+//! Requirement: every line the client writes is a UTF-8 JSON-RPC 2.0 message (`"jsonrpc":"2.0"`;
+//! a request has a string `method` and a string/number/null `id`; a notification a `method`; a
+//! response an `id` and exactly one of `result`/`error`; an error an integer `code` and a string
+//! `message`); every agent request is answered exactly once with the same id (same value and JSON
+//! type); no response goes to an unknown id or to a notification; and the client never reuses the
+//! id of one of its own requests that is still pending.
+//!
+//! Reading: "never answered" is judged only on a run that completed (an unfinished run is graded
+//! by its end). A frame the harness duplicated on purpose (note `{"type":"fault","kind":
+//! "duplicate"}`) may be answered once or twice. An error response with id `null` after the
+//! agent wrote garbage on that connection is the JSON-RPC answer to garbage (-32700), not a
+//! response to an unknown id.
+
+use std::collections::HashMap;
+
+use super::{Check, Finding, Problems};
+use crate::record::{CaseRecord, RunEnd};
+use crate::wire_model::{MsgKind, Side, WireModel, describe_id, id_key};
+
+pub struct JsonRpc;
+
+impl Check for JsonRpc {
+    fn id(&self) -> &'static str {
+        "jsonrpc"
+    }
+
+    fn rules(&self) -> &'static [u16] {
+        &[1, 2, 3, 4, 6, 7]
+    }
+
+    fn requirement(&self) -> &'static str {
+        "Every client line is a JSON-RPC 2.0 message and every agent request is answered exactly once with its own id."
+    }
+
+    fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
+        let mut problems = Problems::new();
+        // 1. Every client line is JSON-RPC 2.0 (#1, #2, #4).
+        for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
+            if let MsgKind::Invalid { reason } = &msg.kind {
+                problems.fail(
+                    format!(
+                        "client frame #{} is not a JSON-RPC 2.0 message: {reason} (#4).",
+                        msg.index
+                    ),
+                    &[msg.index],
+                );
+            }
+        }
+        // 2. Every agent request answered exactly once (#7).
+        let mut duplicated: HashMap<(u32, String), (usize, Vec<usize>)> = HashMap::new();
+        for msg in model.msgs.iter().filter(|m| m.from == Side::Agent) {
+            let MsgKind::Request { id, method } = msg.kind else {
+                continue;
+            };
+            let answers = model.answers_to(msg.index);
+            if msg.fault == Some("duplicate") {
+                let group = duplicated
+                    .entry((msg.conn, id_key(id)))
+                    .or_insert((msg.index, Vec::new()));
+                group.1.extend(answers);
+                continue;
+            }
+            if answers.len() > 1 {
+                let mut frames = vec![msg.index];
+                frames.extend(&answers);
+                problems.fail(
+                    format!(
+                        "agent request #{} ({method}, id {}) was answered {} times. Expected exactly one response.",
+                        msg.index,
+                        describe_id(id),
+                        answers.len()
+                    ),
+                    &frames,
+                );
+            } else if answers.is_empty() && case.end == RunEnd::Completed {
+                problems.fail(
+                    format!(
+                        "agent request #{} ({method}, id {}) was never answered.{}",
+                        msg.index,
+                        describe_id(id),
+                        near_miss(model, msg.conn, id, msg.index)
+                    ),
+                    &[msg.index],
+                );
+            }
+        }
+        for ((_, _), (first, answers)) in duplicated {
+            if answers.len() > 2 {
+                let mut frames = vec![first];
+                frames.extend(&answers);
+                problems.fail(
+                    format!(
+                        "the duplicated agent request #{first} was answered {} times. Expected at most one response per copy.",
+                        answers.len()
+                    ),
+                    &frames,
+                );
+            } else if answers.is_empty() && case.end == RunEnd::Completed {
+                problems.fail(
+                    format!("the duplicated agent request #{first} was never answered."),
+                    &[first],
+                );
+            }
+        }
+        // 3. No response to an unknown id or to a notification (#6, #7).
+        for &pos in &model.unpaired_responses {
+            let msg = &model.msgs[pos];
+            if msg.from != Side::Client || model.is_reply_to_garbage(msg.index) {
+                continue;
+            }
+            let Some(id) = msg.id() else { continue };
+            problems.fail(
+                format!(
+                    "client response #{} has id {}, which matches no request the agent sent on this connection (an unknown id, or a reply to a notification) (#6, #7).",
+                    msg.index,
+                    describe_id(id)
+                ),
+                &[msg.index],
+            );
+        }
+        // 4. Client request ids are not reused while pending.
+        for &(new, old) in &model.reused_ids {
+            let id = model
+                .msg(new)
+                .and_then(|m| m.id())
+                .map_or("?".to_owned(), describe_id);
+            problems.fail(
+                format!(
+                    "client request #{new} reuses id {id} while its request #{old} with that id is still pending. Expected unique ids among pending requests."
+                ),
+                &[old, new],
+            );
+        }
+        problems.finish("")
+    }
+}
+
+/// A hint for an unanswered request: a client response on the same connection whose id equals
+/// the request's id as text but not as JSON (`"0"` for `0`).
+fn near_miss(model: &WireModel<'_>, conn: u32, id: &serde_json::Value, after: usize) -> String {
+    let text = |v: &serde_json::Value| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let want = text(id);
+    model
+        .unpaired_responses
+        .iter()
+        .map(|&p| &model.msgs[p])
+        .filter(|m| m.from == Side::Client && m.conn == conn && m.index > after)
+        .find(|m| m.id().is_some_and(|got| text(got) == want))
+        .map_or(String::new(), |m| {
+            format!(
+                " Response #{} echoes id {} instead of {} (#7: the same value and type).",
+                m.index,
+                m.id().map_or("?".to_owned(), describe_id),
+                describe_id(id)
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+    use crate::checks::testkit::{Case, assert_grade, opts3};
+    use serde_json::json;
+
+    fn base() -> Case {
+        let c = Case::wire_only();
+        c.handshake();
+        c.prompt();
+        c
+    }
+
+    #[test]
+    fn clean_exchange_passes() {
+        let c = base();
+        c.permission(json!("abc-1"), json!({"toolCallId":"c"}), opts3());
+        c.select(json!("abc-1"), "once");
+        c.prompt_result("end_turn");
+        assert_eq!(c.grade(&JsonRpc), Finding::pass());
+    }
+
+    #[test]
+    fn garbage_from_client_fails() {
+        let c = base();
+        c.c2a_raw(b"Loading config...");
+        assert_grade(
+            &c.grade(&JsonRpc),
+            Grade::Fail,
+            "is not a JSON-RPC 2.0 message: not JSON",
+        );
+        let c = base();
+        c.c2a(json!({"id":5,"result":{}}));
+        assert_grade(&c.grade(&JsonRpc), Grade::Fail, "no \"jsonrpc\":\"2.0\"");
+        let c = base();
+        c.c2a_raw(&[b'{', 0xff, b'}']);
+        assert_grade(&c.grade(&JsonRpc), Grade::Fail, "not valid UTF-8");
+    }
+
+    #[test]
+    fn unanswered_request_fails_with_type_hint() {
+        let c = base();
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        c.select(json!("0"), "once");
+        let f = c.grade(&JsonRpc);
+        assert_grade(&f, Grade::Fail, "was never answered. Response #");
+        assert!(
+            f.message
+                .contains("echoes id \"0\" (string) instead of 0 (number)"),
+            "{}",
+            f.message
+        );
+        assert!(f.message.contains("matches no request"), "{}", f.message);
+    }
+
+    #[test]
+    fn unanswered_request_in_unfinished_run_is_left_to_the_run_end() {
+        let mut c = base();
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        c.end = RunEnd::Incomplete {
+            step: 1,
+            reason: "x".into(),
+        };
+        assert_eq!(c.grade(&JsonRpc).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn answered_twice_fails_unless_duplicated_by_fault() {
+        let c = base();
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        c.select(json!(0), "once");
+        c.select(json!(0), "once");
+        assert_grade(&c.grade(&JsonRpc), Grade::Fail, "answered 2 times");
+
+        let c = base();
+        c.note(json!({"type":"fault","kind":"duplicate"}));
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        c.select(json!(0), "once");
+        assert_eq!(c.grade(&JsonRpc).grade, Grade::Pass);
+        c.select(json!(0), "once");
+        assert_eq!(c.grade(&JsonRpc).grade, Grade::Pass);
+        c.select(json!(0), "once");
+        assert_grade(&c.grade(&JsonRpc), Grade::Fail, "duplicated agent request");
+    }
+
+    #[test]
+    fn reply_to_notification_fails_but_parse_error_reply_to_garbage_passes() {
+        let c = base();
+        c.update(
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}),
+        );
+        c.c2a(json!({"jsonrpc":"2.0","id":null,"result":{}}));
+        assert_grade(
+            &c.grade(&JsonRpc),
+            Grade::Fail,
+            "an unknown id, or a reply to a notification",
+        );
+
+        let c = base();
+        c.note(json!({"type":"fault","kind":"raw"}));
+        c.rec.record(
+            1,
+            acp_fake_agents::transcript::Direction::AgentToClient,
+            b"oops",
+        );
+        c.c2a(json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}));
+        assert_eq!(c.grade(&JsonRpc).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn reused_pending_id_fails() {
+        let c = base();
+        c.c2a(json!({"jsonrpc":"2.0","id":2,"method":"session/set_mode","params":{"sessionId":"ses_1","modeId":"x"}}));
+        assert_grade(&c.grade(&JsonRpc), Grade::Fail, "reuses id 2 (number)");
+    }
+}

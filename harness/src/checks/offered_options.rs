@@ -1,0 +1,452 @@
+//! `offered-options` — the client answers with, and lets the user pick, exactly the options the
+//! agent offered (DESIGN §5.2; acp-spec §5 #59, #7).
+//!
+//! Requirement: every `selected` answer's `optionId` is one of the options offered in *that*
+//! request ("The user selected one of the provided options"); each request is answered exactly
+//! once (twice is `fail`; never, in a run that completed, is `fail`). With the control plane: the
+//! card presents exactly the offered set (a dropped, invented or doubled option is `fail`), its
+//! labels are distinguishable (two identical or empty labels are `warn`), and every `choose`
+//! command comes back on the wire as `selected` with exactly that `optionId` (anything else, or an
+//! adapter `error` for that command, is `fail`) — including a second option of the same kind,
+//! `reject_always`, and qwen's option id `cancel` (an option, not the cancelled outcome).
+//!
+//! A request the harness duplicated on purpose (fault `duplicate`) may be answered once or twice.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{Check, Finding, Problems, quoted_list};
+use crate::record::{CaseRecord, RunEnd};
+use crate::wire_model::{Control, PermissionAnswer, PermissionRequest, WireModel, id_key};
+
+pub struct OfferedOptions;
+
+impl Check for OfferedOptions {
+    fn id(&self) -> &'static str {
+        "offered-options"
+    }
+
+    fn rules(&self) -> &'static [u16] {
+        &[59, 7]
+    }
+
+    fn requirement(&self) -> &'static str {
+        "Every permission request is answered exactly once, with one of the options offered in that request, and the user can see and choose every offered option."
+    }
+
+    fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
+        if model.permissions.is_empty() {
+            return Finding::not_applicable("scenario sends no permission request");
+        }
+        let mut problems = Problems::new();
+        // Answers per duplicated request (conn, id): counted together.
+        let mut duplicates: HashMap<(u32, String), usize> = HashMap::new();
+        for request in &model.permissions {
+            if request.fault == Some("duplicate") {
+                *duplicates
+                    .entry((request.conn, id_key(request.id)))
+                    .or_default() += request.answers.len();
+            }
+        }
+        // Adapter `error` events by the seq of the command they answer.
+        let mut errors: HashMap<u64, Vec<(usize, &str)>> = HashMap::new();
+        for c in &model.controls {
+            if let Control::Error {
+                seq: Some(seq),
+                message,
+            } = c.control
+            {
+                errors.entry(seq).or_default().push((c.index, message));
+            }
+        }
+        for request in &model.permissions {
+            check_answers(case, model, request, &duplicates, &mut problems);
+            if case.control_plane {
+                for &approval in &request.approvals {
+                    check_presented(model, request, approval, &mut problems);
+                }
+                for &choose in &request.chooses {
+                    check_choose(case, model, request, choose, &errors, &mut problems);
+                }
+            }
+        }
+        problems.finish("")
+    }
+}
+
+fn check_answers(
+    case: &CaseRecord,
+    model: &WireModel<'_>,
+    request: &PermissionRequest<'_>,
+    duplicates: &HashMap<(u32, String), usize>,
+    problems: &mut Problems,
+) {
+    for &answer in &request.answers {
+        if let PermissionAnswer::Selected(option_id) = model.permission_answer(answer) {
+            if !request.offers(option_id) {
+                problems.fail(
+                    format!(
+                        "answer #{answer} selected optionId \"{option_id}\", which request #{} did not offer. Expected one of: {}.",
+                        request.index,
+                        quoted_list(request.offered_ids())
+                    ),
+                    &[request.index, answer],
+                );
+            }
+        }
+    }
+    let duplicated = request.fault == Some("duplicate");
+    let answers = if duplicated {
+        duplicates
+            .get(&(request.conn, id_key(request.id)))
+            .copied()
+            .unwrap_or(0)
+    } else {
+        request.answers.len()
+    };
+    if !duplicated && request.answers.len() > 1 {
+        let mut frames = vec![request.index];
+        frames.extend(&request.answers);
+        let list: Vec<String> = request
+            .answers
+            .iter()
+            .map(|&a| format!("#{a} {}", model.permission_answer(a).describe()))
+            .collect();
+        problems.fail(
+            format!(
+                "request #{} was answered {} times ({}). Expected exactly one answer.",
+                request.index,
+                request.answers.len(),
+                list.join(", ")
+            ),
+            &frames,
+        );
+    }
+    if answers == 0 && case.end == RunEnd::Completed {
+        problems.fail(
+            format!(
+                "request #{} (id {}) was never answered although the run completed. Expected exactly one answer.",
+                request.index, request.id
+            ),
+            &[request.index],
+        );
+    }
+}
+
+fn check_presented(
+    model: &WireModel<'_>,
+    request: &PermissionRequest<'_>,
+    approval: usize,
+    problems: &mut Problems,
+) {
+    let Some(Control::Approval { options, .. }) = model.control_at(approval).map(|c| &c.control)
+    else {
+        return;
+    };
+    let frames = [request.index, approval];
+    let offered = request.offered_ids();
+    let presented: Vec<&str> = options.iter().map(|o| o.option_id).collect();
+    let dropped: Vec<&str> = offered
+        .iter()
+        .copied()
+        .filter(|id| !presented.contains(id))
+        .collect();
+    let invented: Vec<&str> = presented
+        .iter()
+        .copied()
+        .filter(|id| !offered.contains(id))
+        .collect();
+    if !dropped.is_empty() {
+        let described: Vec<String> = dropped
+            .iter()
+            .map(|id| match request.option(id).and_then(|o| o.kind) {
+                Some(kind) => format!("\"{id}\" ({kind})"),
+                None => format!("\"{id}\""),
+            })
+            .collect();
+        problems.fail(
+            format!(
+                "approval #{approval} does not present offered option(s) {} of request #{}. Expected buttons: {}; shown: {}.",
+                described.join(", "),
+                request.index,
+                quoted_list(offered.iter().copied()),
+                quoted_list(presented.iter().copied())
+            ),
+            &frames,
+        );
+    }
+    if !invented.is_empty() {
+        problems.fail(
+            format!(
+                "approval #{approval} presents option(s) {} that request #{} did not offer. Expected buttons: {}.",
+                quoted_list(invented.iter().copied()),
+                request.index,
+                quoted_list(offered.iter().copied())
+            ),
+            &frames,
+        );
+    }
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for id in &presented {
+        *counts.entry(id).or_default() += 1;
+    }
+    for (id, n) in counts.into_iter().filter(|(_, n)| *n > 1) {
+        problems.fail(
+            format!("approval #{approval} presents option \"{id}\" {n} times. Expected one button per offered option."),
+            &frames,
+        );
+    }
+    // Labels must tell the buttons apart.
+    let mut by_label: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for option in options {
+        let label = option.label.trim();
+        if label.is_empty() {
+            problems.warn(
+                format!(
+                    "approval #{approval} shows option \"{}\" with an empty label.",
+                    option.option_id
+                ),
+                &frames,
+            );
+            continue;
+        }
+        by_label
+            .entry(label.to_lowercase())
+            .or_default()
+            .push(option.option_id);
+    }
+    for (label, ids) in by_label.into_iter().filter(|(_, ids)| ids.len() > 1) {
+        problems.warn(
+            format!(
+                "approval #{approval} labels options {} all \"{label}\": the user cannot tell them apart.",
+                quoted_list(ids.iter().copied())
+            ),
+            &frames,
+        );
+    }
+}
+
+fn check_choose(
+    case: &CaseRecord,
+    model: &WireModel<'_>,
+    request: &PermissionRequest<'_>,
+    choose: usize,
+    errors: &HashMap<u64, Vec<(usize, &str)>>,
+    problems: &mut Problems,
+) {
+    let Some(Control::Choose { seq, option_id, .. }) = model.control_at(choose).map(|c| &c.control)
+    else {
+        return;
+    };
+    let option_id = *option_id;
+    // An adapter error in reply to this command.
+    if let Some(seq) = seq {
+        let error = errors
+            .get(seq)
+            .and_then(|list| list.iter().find(|(i, _)| *i > choose))
+            .copied();
+        if let Some((index, message)) = error {
+            problems.fail(
+                format!(
+                    "could not choose offered option \"{option_id}\" of request #{}: the adapter replied with error #{index} \"{message}\".",
+                    request.index
+                ),
+                &[request.index, choose, index],
+            );
+            return;
+        }
+    }
+    let answer = request
+        .answers
+        .iter()
+        .copied()
+        .find(|&a| a > choose)
+        .or_else(|| request.answers.last().copied());
+    match answer {
+        Some(answer) => match model.permission_answer(answer) {
+            PermissionAnswer::Selected(id) if id == option_id => {}
+            other => problems.fail(
+                format!(
+                    "the user chose \"{option_id}\" (#{choose}) on request #{}, but the client answered {} (#{answer}). Expected {{\"outcome\":\"selected\",\"optionId\":\"{option_id}\"}}.",
+                    request.index,
+                    other.describe()
+                ),
+                &[request.index, choose, answer],
+            ),
+        },
+        None if case.end == RunEnd::Completed => problems.fail(
+            format!(
+                "the user chose \"{option_id}\" (#{choose}) on request #{}, but the client never answered it.",
+                request.index
+            ),
+            &[request.index, choose],
+        ),
+        None => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+    use crate::checks::testkit::{Case, assert_grade, buttons3, opts3};
+    use serde_json::{Value, json};
+
+    /// A request with `opts3`, a card with `buttons`, a choose of `choose`, the answer `answer`.
+    fn case(buttons: Value, choose: &str, answer: Option<&str>) -> Case {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.permission(
+            json!(0),
+            json!({"toolCallId":"c","kind":"execute"}),
+            opts3(),
+        );
+        c.approval(json!(0), "c", "command", buttons);
+        c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":choose}));
+        if let Some(answer) = answer {
+            c.select(json!(0), answer);
+        }
+        c.prompt_result("end_turn");
+        c
+    }
+
+    #[test]
+    fn chosen_option_comes_back_verbatim() {
+        for option in ["once", "always", "reject"] {
+            let f = case(buttons3(), option, Some(option)).grade(&OfferedOptions);
+            assert_eq!(f.grade, Grade::Pass, "{option}: {f:?}");
+        }
+    }
+
+    #[test]
+    fn unoffered_answer_fails() {
+        let f = case(buttons3(), "once", Some("allow")).grade(&OfferedOptions);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "selected optionId \"allow\", which request #",
+        );
+        assert!(f.message.contains("did not offer"));
+    }
+
+    #[test]
+    fn different_option_than_chosen_fails() {
+        // Options collapsed by kind: the client answers the first reject it knows.
+        let f = case(buttons3(), "reject", Some("once")).grade(&OfferedOptions);
+        assert_grade(&f, Grade::Fail, "the user chose \"reject\"");
+    }
+
+    #[test]
+    fn cancelled_instead_of_qwen_cancel_option_fails() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        let opts = json!([{"optionId":"proceed_once","kind":"allow_once","name":"Allow"},
+                          {"optionId":"cancel","kind":"reject_once","name":"Reject"}]);
+        c.permission(json!(0), json!({"toolCallId":"c","kind":"execute"}), opts);
+        c.approval(
+            json!(0),
+            "c",
+            "command",
+            json!([{"optionId":"proceed_once","label":"Allow"},{"optionId":"cancel","label":"Reject"}]),
+        );
+        c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"cancel"}));
+        c.cancelled(json!(0));
+        assert_grade(&c.grade(&OfferedOptions), Grade::Fail, "answered cancelled");
+    }
+
+    #[test]
+    fn dropped_and_invented_buttons_fail() {
+        let dropped = json!([{"optionId":"once","label":"Allow once"},{"optionId":"reject","label":"Reject"}]);
+        let f = case(dropped, "once", Some("once")).grade(&OfferedOptions);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "does not present offered option(s) \"always\" (allow_always)",
+        );
+        let invented = json!([{"optionId":"once","label":"Allow once"},{"optionId":"always","label":"Always"},
+            {"optionId":"reject","label":"Reject"},{"optionId":"skip","label":"Skip"}]);
+        let f = case(invented, "once", Some("once")).grade(&OfferedOptions);
+        assert_grade(&f, Grade::Fail, "presents option(s) \"skip\" that request");
+    }
+
+    #[test]
+    fn identical_labels_warn() {
+        let same = json!([{"optionId":"once","label":"Allow"},{"optionId":"always","label":"allow "},
+            {"optionId":"reject","label":"Reject"}]);
+        let f = case(same, "once", Some("once")).grade(&OfferedOptions);
+        assert_grade(
+            &f,
+            Grade::Warn,
+            "labels options \"once\", \"always\" all \"allow\"",
+        );
+    }
+
+    #[test]
+    fn adapter_error_on_choose_fails() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.permission(
+            json!(0),
+            json!({"toolCallId":"c","kind":"execute"}),
+            opts3(),
+        );
+        c.approval(json!(0), "c", "command", buttons3());
+        c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"always"}));
+        c.ev(json!({"type":"error","seq":3,"message":"no button always"}));
+        let f = c.grade(&OfferedOptions);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "could not choose offered option \"always\"",
+        );
+    }
+
+    #[test]
+    fn answered_twice_or_never_fails() {
+        let c = case(buttons3(), "once", Some("once"));
+        c.select(json!(0), "once");
+        assert_grade(&c.grade(&OfferedOptions), Grade::Fail, "answered 2 times");
+
+        let mut c = Case::wire_only();
+        c.handshake();
+        c.prompt();
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        assert_grade(&c.grade(&OfferedOptions), Grade::Fail, "never answered");
+        c.end = RunEnd::Timeout {
+            after_ms: 1,
+            reason: "budget".into(),
+        };
+        assert_eq!(c.grade(&OfferedOptions).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn duplicated_request_may_be_answered_once() {
+        let c = Case::wire_only();
+        c.handshake();
+        c.prompt();
+        c.note(json!({"type":"fault","kind":"duplicate"}));
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        c.select(json!(0), "once");
+        assert_eq!(c.grade(&OfferedOptions).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn wire_only_checks_answers_only() {
+        let c = Case::wire_only();
+        c.handshake();
+        c.prompt();
+        c.permission(json!("p-1"), json!({"toolCallId":"c"}), opts3());
+        c.select(json!("p-1"), "reject");
+        assert_eq!(c.grade(&OfferedOptions).grade, Grade::Pass);
+        let c = Case::wire_only();
+        c.handshake();
+        assert_grade(
+            &c.grade(&OfferedOptions),
+            Grade::NotApplicable,
+            "no permission request",
+        );
+    }
+}

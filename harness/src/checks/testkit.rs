@@ -1,0 +1,199 @@
+//! Hand-built cases for the checks' unit tests.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use acp_fake_agents::transcript::{Direction, Recorder};
+use serde_json::{Value, json};
+
+use super::{Check, Finding, Grade};
+use crate::record::{CaseMeta, CaseRecord, RunEnd};
+
+pub(crate) const WS: &str = "/tmp/case/work";
+pub(crate) const SID: &str = "ses_1";
+
+/// A transcript under construction plus the non-frame facts of the run.
+pub(crate) struct Case {
+    pub rec: Recorder,
+    pub control_plane: bool,
+    pub end: RunEnd,
+    pub files_after: BTreeMap<PathBuf, Option<Vec<u8>>>,
+}
+
+impl Case {
+    pub fn new() -> Self {
+        Case {
+            rec: Recorder::new(),
+            control_plane: true,
+            end: RunEnd::Completed,
+            files_after: BTreeMap::new(),
+        }
+    }
+
+    pub fn wire_only() -> Self {
+        let mut c = Self::new();
+        c.control_plane = false;
+        c
+    }
+
+    pub fn c2a(&self, v: Value) -> usize {
+        self.rec
+            .record(1, Direction::ClientToAgent, v.to_string().as_bytes())
+    }
+
+    pub fn a2c(&self, v: Value) -> usize {
+        self.rec
+            .record(1, Direction::AgentToClient, v.to_string().as_bytes())
+    }
+
+    pub fn c2a_raw(&self, raw: &[u8]) -> usize {
+        self.rec.record(1, Direction::ClientToAgent, raw)
+    }
+
+    /// Adapter event (client → harness).
+    pub fn ev(&self, v: Value) -> usize {
+        self.rec
+            .record(0, Direction::AdapterToHarness, v.to_string().as_bytes())
+    }
+
+    /// Harness command (harness → adapter).
+    pub fn cmd(&self, v: Value) -> usize {
+        self.rec
+            .record(0, Direction::HarnessToAdapter, v.to_string().as_bytes())
+    }
+
+    pub fn note(&self, v: Value) -> usize {
+        self.rec.note(v)
+    }
+
+    /// initialize + session/new (id 1, 2) answered with session `SID`, with the control plane's
+    /// `new_session` / `session_opened` around it when there is one.
+    pub fn handshake(&self) {
+        if self.control_plane {
+            self.cmd(json!({"type":"new_session","seq":1,"session":"s1","cwd":WS}));
+        }
+        self.c2a(
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,
+            "clientCapabilities":{"fs":{"readTextFile":true,"writeTextFile":true},"terminal":false},
+            "clientInfo":{"name":"t","version":"1"}}}),
+        );
+        self.a2c(
+            json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}),
+        );
+        self.c2a(json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
+        self.a2c(json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":SID}}));
+        if self.control_plane {
+            self.ev(json!({"type":"session_opened","session":"s1","sessionId":SID}));
+        }
+    }
+
+    /// `session/prompt` with id 2 (and the control `prompt` command before it).
+    pub fn prompt(&self) -> usize {
+        if self.control_plane {
+            self.cmd(json!({"type":"prompt","seq":2,"session":"s1","text":"go"}));
+        }
+        self.c2a(
+            json!({"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":SID,
+            "prompt":[{"type":"text","text":"go"}]}}),
+        )
+    }
+
+    pub fn prompt_result(&self, stop_reason: &str) -> usize {
+        self.a2c(json!({"jsonrpc":"2.0","id":2,"result":{"stopReason":stop_reason}}))
+    }
+
+    pub fn update(&self, update: Value) -> usize {
+        self.a2c(json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":SID,"update":update}}))
+    }
+
+    pub fn permission(&self, id: Value, tool_call: Value, options: Value) -> usize {
+        self.a2c(
+            json!({"jsonrpc":"2.0","id":id,"method":"session/request_permission",
+            "params":{"sessionId":SID,"toolCall":tool_call,"options":options}}),
+        )
+    }
+
+    pub fn select(&self, id: Value, option_id: &str) -> usize {
+        self.c2a(json!({"jsonrpc":"2.0","id":id,"result":{"outcome":{"outcome":"selected","optionId":option_id}}}))
+    }
+
+    pub fn cancelled(&self, id: Value) -> usize {
+        self.c2a(json!({"jsonrpc":"2.0","id":id,"result":{"outcome":{"outcome":"cancelled"}}}))
+    }
+
+    pub fn approval(&self, id: Value, tool_call_id: &str, subject: &str, options: Value) -> usize {
+        self.ev(
+            json!({"type":"approval","sessionId":SID,"requestId":id,"toolCallId":tool_call_id,
+            "subject":subject,"options":options}),
+        )
+    }
+
+    pub fn item(&self, tool_call_id: &str, item_type: &str) -> usize {
+        self.ev(
+            json!({"type":"item","sessionId":SID,"toolCallId":tool_call_id,"itemType":item_type,
+            "status":"pending","title":"t"}),
+        )
+    }
+
+    pub fn record(&self) -> CaseRecord {
+        CaseRecord {
+            meta: CaseMeta {
+                case_id: "test@1/case".into(),
+                title: "t".into(),
+                agent: "test".into(),
+                version: "1".into(),
+                provenance: Vec::new(),
+                file: "test/1/case.toml".into(),
+            },
+            transcript: self.rec.snapshot(),
+            control_plane: self.control_plane,
+            control_supports: if self.control_plane {
+                vec![
+                    "new_session".into(),
+                    "prompt".into(),
+                    "choose".into(),
+                    "cancel".into(),
+                ]
+            } else {
+                Vec::new()
+            },
+            workspace: PathBuf::from(WS),
+            outside: PathBuf::from("/tmp/case/outside"),
+            files_after: self.files_after.clone(),
+            end: self.end.clone(),
+            stderr_tail: "last words".into(),
+            repro: "acp-harness replay test@1/case".into(),
+        }
+    }
+
+    pub fn grade(&self, check: &dyn Check) -> Finding {
+        check.evaluate(&self.record())
+    }
+}
+
+/// opencode's three options.
+pub(crate) fn opts3() -> Value {
+    json!([{"optionId":"once","kind":"allow_once","name":"Allow once"},
+           {"optionId":"always","kind":"allow_always","name":"Always allow"},
+           {"optionId":"reject","kind":"reject_once","name":"Reject"}])
+}
+
+/// The buttons an adapter shows for [`opts3`].
+pub(crate) fn buttons3() -> Value {
+    json!([{"optionId":"once","label":"Allow once"},
+           {"optionId":"always","label":"Always allow"},
+           {"optionId":"reject","label":"Reject"}])
+}
+
+#[track_caller]
+pub(crate) fn assert_grade(finding: &Finding, grade: Grade, needle: &str) {
+    assert_eq!(
+        finding.grade, grade,
+        "expected {grade:?} containing {needle:?}, got {finding:?}"
+    );
+    assert!(
+        finding.message.contains(needle),
+        "message {:?} does not contain {needle:?}",
+        finding.message
+    );
+}

@@ -1,0 +1,416 @@
+//! The control plane (harness/CONTROL.md): the harness plays the user through the client's
+//! adapter and records what the adapter reports. Every message in both directions is recorded in
+//! the transcript and validated against `control-v1.schema.json`.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use acp_fake_agents::engine::{UserAction, UserDriver};
+use acp_fake_agents::transcript::{Direction, Recorder};
+use acp_fake_agents::wire::{Frame, FrameReader};
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::Notify;
+
+/// The published control protocol schema.
+pub const CONTROL_SCHEMA: &str = include_str!("../control-v1.schema.json");
+
+/// Longest control line accepted from an adapter.
+const MAX_CONTROL_LINE: usize = 1 << 20;
+
+fn control_validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let schema: Value =
+            serde_json::from_str(CONTROL_SCHEMA).expect("control-v1.schema.json is valid JSON");
+        jsonschema::validator_for(&schema).expect("control-v1.schema.json is a valid schema")
+    })
+}
+
+/// Validates one control message; the error names the first violation.
+pub fn validate_control(message: &Value) -> Result<(), String> {
+    let validator = control_validator();
+    match validator.iter_errors(message).next() {
+        None => Ok(()),
+        Some(err) => Err(format!("{err} (at {})", err.instance_path())),
+    }
+}
+
+/// What the adapter has told us so far.
+#[derive(Debug, Default)]
+struct State {
+    hello: Option<Value>,
+    /// The adapter broke the protocol; nothing it says afterwards is trusted.
+    protocol_error: Option<String>,
+    sessions: Vec<(String, String)>,
+    approvals: Vec<Value>,
+    resolved: Vec<Value>,
+    errors: Vec<(Option<u64>, String)>,
+    /// `prompt` commands sent, and `turn` events that ended a turn: the client has settled when
+    /// every prompt's turn has ended.
+    prompts_sent: usize,
+    turns_ended: usize,
+    eof: bool,
+}
+
+/// The harness's end of the control plane.
+pub struct ControlPlane {
+    state: Arc<Mutex<State>>,
+    changed: Arc<Notify>,
+    stdin: Option<ChildStdin>,
+    rec: Recorder,
+    seq: u64,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl ControlPlane {
+    /// Starts reading the adapter's stdout.
+    pub fn new(stdin: ChildStdin, stdout: ChildStdout, rec: Recorder) -> Self {
+        let state = Arc::new(Mutex::new(State::default()));
+        let changed = Arc::new(Notify::new());
+        let reader = tokio::spawn(read_events(
+            stdout,
+            rec.clone(),
+            Arc::clone(&state),
+            Arc::clone(&changed),
+        ));
+        ControlPlane {
+            state,
+            changed,
+            stdin: Some(stdin),
+            rec,
+            seq: 0,
+            reader,
+        }
+    }
+
+    /// Waits until `ready` returns `Some`, the adapter breaks the protocol, or `timeout` passes.
+    async fn wait_for<T>(
+        &self,
+        timeout: Duration,
+        what: &str,
+        mut ready: impl FnMut(&State) -> Option<T>,
+    ) -> Result<T, String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = self.changed.notified();
+            {
+                let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(err) = &state.protocol_error {
+                    return Err(err.clone());
+                }
+                if let Some(v) = ready(&state) {
+                    return Ok(v);
+                }
+                if state.eof {
+                    return Err(format!(
+                        "the adapter closed its stdout while the harness waited for {what}"
+                    ));
+                }
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return Err(format!(
+                    "the client reported no {what} within {} ms",
+                    timeout.as_millis()
+                ));
+            }
+        }
+    }
+
+    /// Waits for `hello` and checks the protocol version. Returns the declared `supports`.
+    pub async fn handshake(&self, timeout: Duration) -> Result<Vec<String>, HandshakeError> {
+        let hello = self
+            .wait_for(timeout, "hello", |s| s.hello.clone())
+            .await
+            .map_err(HandshakeError::NoHello)?;
+        let version = hello.get("version").and_then(Value::as_i64).unwrap_or(-1);
+        if version != 1 {
+            return Err(HandshakeError::Unsupported(format!(
+                "unsupported control protocol version {version} (this harness speaks version 1)"
+            )));
+        }
+        Ok(hello["supports"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// The adapter's `hello.client`, if it said hello.
+    pub fn client_info(&self) -> Option<Value> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.hello.as_ref().map(|h| h["client"].clone())
+    }
+
+    /// A protocol violation by the adapter, if any.
+    pub fn protocol_error(&self) -> Option<String> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.protocol_error.clone()
+    }
+
+    async fn send(&mut self, mut command: Value) -> Result<u64, String> {
+        self.seq += 1;
+        let seq = self.seq;
+        command["seq"] = json!(seq);
+        if let Err(e) = validate_control(&command) {
+            // Our own bug: say so rather than sending nonsense.
+            return Err(format!("harness built an invalid control command: {e}"));
+        }
+        if command["type"] == "prompt" {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.prompts_sent += 1;
+        }
+        let line = command.to_string();
+        self.rec
+            .record(0, Direction::HarnessToAdapter, line.as_bytes());
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err("the adapter's stdin is closed".into());
+        };
+        let write = async {
+            stdin.write_all(line.as_bytes()).await?;
+            stdin.write_all(b"\n").await?;
+            stdin.flush().await
+        };
+        // A client that stops reading its stdin must not hang the harness.
+        match tokio::time::timeout(Duration::from_secs(5), write).await {
+            Ok(Ok(())) => Ok(seq),
+            Ok(Err(e)) => Err(format!("could not write to the adapter's stdin: {e}")),
+            Err(_) => Err("the adapter does not read its stdin (write blocked for 5 s)".into()),
+        }
+    }
+
+    /// Waits (bounded) until the client has shown the end of every turn it was asked to start,
+    /// so that the last frames of a scenario are processed before the harness says `shutdown`.
+    /// A client that never ends its turn is left to the checks to judge.
+    pub async fn settle(&self, timeout: Duration) {
+        let _ = self
+            .wait_for(timeout, "the end of every turn", |s| {
+                (s.turns_ended >= s.prompts_sent).then_some(())
+            })
+            .await;
+    }
+
+    /// Asks the adapter to quit and closes its stdin.
+    pub async fn shutdown(&mut self) {
+        let _ = self.send(json!({"type":"shutdown"})).await;
+        self.stdin = None;
+    }
+
+    /// Waits (bounded) for the event reader to drain the adapter's stdout.
+    pub async fn drain(&mut self, timeout: Duration) {
+        let _ = tokio::time::timeout(timeout, &mut self.reader).await;
+    }
+
+    fn session_id(state: &State, handle: &str) -> Option<String> {
+        state
+            .sessions
+            .iter()
+            .find(|(h, _)| h == handle)
+            .map(|(_, id)| id.clone())
+    }
+
+    fn approval_for(state: &State, request_id: &Value) -> Option<Value> {
+        state
+            .approvals
+            .iter()
+            .find(|a| &a["requestId"] == request_id)
+            .cloned()
+    }
+
+    fn error_for(state: &State, seq: u64) -> Option<String> {
+        state
+            .errors
+            .iter()
+            .find(|(s, _)| *s == Some(seq))
+            .map(|(_, m)| m.clone())
+    }
+}
+
+/// Why the handshake failed.
+#[derive(Debug)]
+pub enum HandshakeError {
+    /// No hello in time (or the adapter closed / broke the protocol first).
+    NoHello(String),
+    /// A hello with a version we do not speak.
+    Unsupported(String),
+}
+
+impl UserDriver for ControlPlane {
+    async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), String> {
+        match action {
+            UserAction::NewSession { session, cwd } => {
+                self.send(json!({"type":"new_session","session":session,"cwd":cwd}))
+                    .await?;
+                Ok(())
+            }
+            UserAction::Prompt { session, text } => {
+                let what = format!("session_opened for session {session:?}");
+                self.wait_for(timeout, &what, |s| Self::session_id(s, &session))
+                    .await?;
+                self.send(json!({"type":"prompt","session":session,"text":text}))
+                    .await?;
+                Ok(())
+            }
+            UserAction::Choose {
+                request_id,
+                option_id,
+                ..
+            } => {
+                let what = format!("approval for request {request_id}");
+                self.wait_for(timeout, &what, |s| Self::approval_for(s, &request_id))
+                    .await?;
+                let seq = self
+                    .send(json!({"type":"choose","requestId":request_id,"optionId":option_id}))
+                    .await?;
+                let what = format!("approval_resolved for request {request_id}");
+                let rid = request_id.clone();
+                let answer = self
+                    .wait_for(timeout, &what, |s| {
+                        if let Some(msg) = Self::error_for(s, seq) {
+                            return Some(Err(msg));
+                        }
+                        s.resolved
+                            .iter()
+                            .any(|r| r["requestId"] == rid)
+                            .then_some(Ok(()))
+                    })
+                    .await?;
+                answer.map_err(|msg| {
+                    format!("the client could not choose option {option_id:?} of request {request_id}: {msg}")
+                })
+            }
+            UserAction::Cancel {
+                session,
+                pending_request,
+            } => {
+                if let Some(request_id) = pending_request {
+                    let what = format!("approval for request {request_id}");
+                    self.wait_for(timeout, &what, |s| Self::approval_for(s, &request_id))
+                        .await?;
+                }
+                self.send(json!({"type":"cancel","session":session}))
+                    .await?;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Reads adapter events until EOF, validating, recording and folding them into the state.
+async fn read_events(
+    stdout: ChildStdout,
+    rec: Recorder,
+    state: Arc<Mutex<State>>,
+    changed: Arc<Notify>,
+) {
+    let mut frames = FrameReader::new(stdout, MAX_CONTROL_LINE);
+    loop {
+        let frame = frames.next_frame().await;
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        match frame {
+            Ok(Some(Frame::Line(bytes) | Frame::Unterminated(bytes))) => {
+                let index = rec.record(0, Direction::AdapterToHarness, &bytes);
+                if st.protocol_error.is_none() {
+                    match serde_json::from_slice::<Value>(&bytes) {
+                        Err(e) => {
+                            st.protocol_error = Some(format!(
+                                "adapter sent a control line that is not JSON (#{index}): {e}"
+                            ))
+                        }
+                        Ok(event) => match validate_control(&event) {
+                            Err(e) => {
+                                st.protocol_error = Some(format!(
+                                    "adapter sent an invalid control message (#{index}): {e}"
+                                ))
+                            }
+                            Ok(()) => apply_event(&mut st, event, index),
+                        },
+                    }
+                }
+            }
+            Ok(Some(Frame::TooLong { len: too_long })) => {
+                rec.note(json!({"type":"control_line_too_long","bytes":too_long}));
+                st.protocol_error.get_or_insert_with(|| {
+                    format!("adapter sent a control line of {too_long} bytes (limit {MAX_CONTROL_LINE})")
+                });
+            }
+            Ok(None) | Err(_) => {
+                st.eof = true;
+                changed.notify_waiters();
+                return;
+            }
+        }
+        drop(st);
+        changed.notify_waiters();
+    }
+}
+
+fn apply_event(st: &mut State, event: Value, index: usize) {
+    match event["type"].as_str().unwrap_or_default() {
+        "hello" if st.hello.is_none() => st.hello = Some(event),
+        "hello" => {
+            st.protocol_error = Some(format!("adapter said hello twice (#{index})"));
+        }
+        _ if st.hello.is_none() => {
+            st.protocol_error = Some(format!(
+                "adapter sent {} before hello (#{index})",
+                event["type"]
+            ));
+        }
+        "session_opened" => {
+            let handle = event["session"].as_str().unwrap_or_default().to_owned();
+            let id = event["sessionId"].as_str().unwrap_or_default().to_owned();
+            st.sessions.push((handle, id));
+        }
+        "approval" => st.approvals.push(event),
+        "approval_resolved" => st.resolved.push(event),
+        "error" => {
+            let seq = event["seq"].as_u64();
+            let msg = event["message"].as_str().unwrap_or_default().to_owned();
+            st.errors.push((seq, msg));
+        }
+        "turn" if event["state"] != "running" => st.turns_ended += 1,
+        // item and other turn events are only recorded: the checks read them from the transcript.
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_accepts_the_documented_example_messages() {
+        let doc = include_str!("../CONTROL.md");
+        let mut seen = 0;
+        for line in doc.lines() {
+            let Some(pos) = line.find("{\"type\"") else {
+                continue;
+            };
+            let Ok(msg) = serde_json::from_str::<Value>(&line[pos..]) else {
+                continue;
+            };
+            validate_control(&msg).unwrap_or_else(|e| panic!("{line}: {e}"));
+            seen += 1;
+        }
+        assert!(seen >= 15, "only {seen} example messages found in CONTROL.md");
+    }
+
+    #[test]
+    fn schema_rejects_unknown_fields_and_types() {
+        assert!(validate_control(&json!({"type":"hello"})).is_err());
+        assert!(
+            validate_control(&json!({"type":"turn","sessionId":"s","state":"exploded"})).is_err()
+        );
+        assert!(
+            validate_control(
+                &json!({"type":"item","sessionId":"s","toolCallId":"t","itemType":"file_change","status":"x","title":"t","extra":1})
+            )
+            .is_err()
+        );
+    }
+}

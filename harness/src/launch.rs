@@ -1,0 +1,157 @@
+//! Launching the client under test in its own process group, keeping the tail of its stderr,
+//! and making sure that nothing it started outlives the case.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+/// Bytes of stderr kept for crash reports.
+const STDERR_TAIL_BYTES: usize = 4096;
+
+/// A running client.
+pub struct Launched {
+    pub child: Child,
+    /// Process group id (= the client's pid): the client and everything it spawns.
+    pub pgid: i32,
+    pub stdin: Option<ChildStdin>,
+    pub stdout: Option<ChildStdout>,
+    stderr_tail: Arc<Mutex<VecDeque<u8>>>,
+    stderr_task: tokio::task::JoinHandle<()>,
+}
+
+/// How a client process ended, in words and numbers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExitInfo {
+    pub code: Option<i32>,
+    pub signal: Option<String>,
+}
+
+impl ExitInfo {
+    pub fn from_status(status: ExitStatus) -> Self {
+        use std::os::unix::process::ExitStatusExt;
+        ExitInfo {
+            code: status.code(),
+            signal: status.signal().map(|s| {
+                Signal::try_from(s)
+                    .map(|sig| sig.as_str().to_string())
+                    .unwrap_or_else(|_| format!("signal {s}"))
+            }),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match (&self.code, &self.signal) {
+            (_, Some(sig)) => format!("killed by {sig}"),
+            (Some(code), None) => format!("exit code {code}"),
+            (None, None) => "unknown exit status".into(),
+        }
+    }
+}
+
+/// Starts `argv` with piped stdio in a new process group.
+pub fn launch(argv: &[String], env: &[(String, String)], cwd: &Path) -> Result<Launched> {
+    let (program, args) = argv.split_first().context("empty client argv")?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        // Belt and braces: if the harness itself dies, tokio still kills the direct child.
+        .kill_on_drop(true);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("could not start client {program:?}"))?;
+    let pgid = child.id().context("client exited before its pid was read")? as i32;
+    let stderr = child.stderr.take();
+    let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_BYTES)));
+    let tail = Arc::clone(&stderr_tail);
+    let stderr_task = tokio::spawn(async move {
+        let Some(mut stderr) = stderr else { return };
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+            tail.extend(&buf[..n]);
+            let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
+            tail.drain(..excess);
+        }
+    });
+    Ok(Launched {
+        stdin: child.stdin.take(),
+        stdout: child.stdout.take(),
+        child,
+        pgid,
+        stderr_tail,
+        stderr_task,
+    })
+}
+
+impl Launched {
+    /// The last few KiB of stderr, as text.
+    pub fn stderr_tail(&self) -> String {
+        let tail = self.stderr_tail.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes: Vec<u8> = tail.iter().copied().collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// Exit status if the client has already exited.
+    pub fn try_exit(&mut self) -> Option<ExitInfo> {
+        self.child
+            .try_wait()
+            .ok()
+            .flatten()
+            .map(ExitInfo::from_status)
+    }
+
+    /// Waits up to `grace` for a voluntary exit, then kills the whole process group and reaps.
+    /// Always ends with SIGKILL to the group, so grandchildren (the relay, anything the client
+    /// spawned) die too even when the client itself exited cleanly.
+    pub async fn finish(&mut self, grace: Duration) -> ExitInfo {
+        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(Ok(status)) => Some(status),
+            _ => None,
+        };
+        let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
+        let status = match status {
+            Some(s) => s,
+            None => match tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await {
+                Ok(Ok(s)) => s,
+                _ => {
+                    let _ = self.child.start_kill();
+                    return ExitInfo {
+                        code: None,
+                        signal: Some("SIGKILL".into()),
+                    };
+                }
+            },
+        };
+        // stderr closes once every holder of the pipe is gone; do not wait forever for it.
+        let _ = tokio::time::timeout(Duration::from_millis(500), &mut self.stderr_task).await;
+        ExitInfo::from_status(status)
+    }
+
+    /// Sends a signal to the client process only (not its group), e.g. SIGINT to cancel.
+    pub fn signal(&self, signal: Signal) {
+        let _ = nix::sys::signal::kill(Pid::from_raw(self.pgid), signal);
+    }
+}
+
+/// True if any process of the group is still alive.
+pub fn group_alive(pgid: i32) -> bool {
+    killpg(Pid::from_raw(pgid), None).is_ok()
+}

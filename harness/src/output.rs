@@ -1,0 +1,130 @@
+//! Human-readable output: one line per finished case, the summary table, the numbered wire log.
+
+use std::collections::BTreeMap;
+
+use acp_fake_agents::transcript::{Direction, Entry};
+
+use crate::checks::Grade;
+use crate::runner::CaseResult;
+
+/// Grades that make a run fail (warn only under `--strict`).
+pub fn is_failing(grade: Grade, strict: bool) -> bool {
+    match grade {
+        Grade::Pass | Grade::NotApplicable => false,
+        Grade::Warn => strict,
+        Grade::Fail | Grade::Error | Grade::Timeout | Grade::Crash => true,
+    }
+}
+
+/// The worst grade of a case, for its progress line.
+fn worst(result: &CaseResult) -> Grade {
+    let rank = |g: Grade| match g {
+        Grade::NotApplicable => 0,
+        Grade::Pass => 1,
+        Grade::Warn => 2,
+        Grade::Timeout => 3,
+        Grade::Fail => 4,
+        Grade::Crash => 5,
+        Grade::Error => 6,
+    };
+    result
+        .trials
+        .iter()
+        .map(|t| t.grade)
+        .max_by_key(|g| rank(*g))
+        .unwrap_or(Grade::NotApplicable)
+}
+
+/// `  FAIL  opencode@1.18/edit-permission  0.21 s  subject-kind, offered-options`
+pub fn progress_line(result: &CaseResult) -> String {
+    let grade = worst(result);
+    let bad: Vec<&str> = result
+        .trials
+        .iter()
+        .filter(|t| !matches!(t.grade, Grade::Pass | Grade::NotApplicable))
+        .map(|t| t.check)
+        .collect();
+    let mut line = format!(
+        "{:>8}  {}  {:.2} s",
+        grade.as_str().to_uppercase(),
+        result.record.meta.case_id,
+        result.duration.as_secs_f64()
+    );
+    if !bad.is_empty() {
+        line.push_str("  ");
+        line.push_str(&bad.join(", "));
+    }
+    line
+}
+
+/// Per agent@version counts of each grade, as an aligned table.
+pub fn summary_table(results: &[CaseResult]) -> String {
+    let grades = [
+        Grade::Pass,
+        Grade::Fail,
+        Grade::Warn,
+        Grade::NotApplicable,
+        Grade::Error,
+        Grade::Timeout,
+        Grade::Crash,
+    ];
+    let mut rows: BTreeMap<String, [usize; 7]> = BTreeMap::new();
+    for result in results {
+        let key = format!(
+            "{}@{}",
+            result.record.meta.agent, result.record.meta.version
+        );
+        let row = rows.entry(key).or_default();
+        for trial in &result.trials {
+            let i = grades.iter().position(|g| *g == trial.grade).unwrap_or(0);
+            row[i] += 1;
+        }
+    }
+    let mut total = [0usize; 7];
+    let width = rows.keys().map(String::len).max().unwrap_or(5).max(5);
+    let mut out = format!("{:width$}", "agent");
+    for g in grades {
+        out.push_str(&format!(" {:>7}", short(g)));
+    }
+    out.push('\n');
+    for (key, row) in &rows {
+        out.push_str(&format!("{key:width$}"));
+        for (i, n) in row.iter().enumerate() {
+            total[i] += n;
+            out.push_str(&format!(" {n:>7}"));
+        }
+        out.push('\n');
+    }
+    out.push_str(&format!("{:width$}", "total"));
+    for n in total {
+        out.push_str(&format!(" {n:>7}"));
+    }
+    out.push('\n');
+    out
+}
+
+fn short(grade: Grade) -> &'static str {
+    match grade {
+        Grade::NotApplicable => "n/a",
+        g => g.as_str(),
+    }
+}
+
+/// One numbered line per transcript entry: index, time, connection, direction, raw frame.
+pub fn wire_log(transcript: &[Entry]) -> String {
+    let mut out = String::new();
+    for e in transcript {
+        let conn = match e.direction {
+            Direction::ClientToAgent | Direction::AgentToClient => format!("conn {}", e.conn),
+            _ => "      ".into(),
+        };
+        out.push_str(&format!(
+            "{:>5} {:>9.3} ms  {conn}  {:<18} {}\n",
+            e.index,
+            e.at_us as f64 / 1000.0,
+            e.direction.arrow(),
+            e.raw
+        ));
+    }
+    out
+}

@@ -1,0 +1,423 @@
+//! Running cases: one client launch per case, the scenario engine playing the agent on the
+//! relay socket, the control plane playing the user, then the checks over the transcript.
+//!
+//! Every wait is bounded: per step by the engine, per case by `case_timeout`, and the shutdown
+//! by a grace period after which the whole process group is killed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use acp_fake_agents::engine::{self, AgentConn, Connector, EngineConfig, EngineEnd};
+use acp_fake_agents::scenario::Case;
+use acp_fake_agents::transcript::{Direction, Recorder};
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+use tokio::net::UnixListener;
+
+use crate::checks::{Trial, grade_case};
+use crate::client_spec::{ClientSpec, ControlMode};
+use crate::control::{ControlPlane, HandshakeError};
+use crate::launch::{self, ExitInfo};
+use crate::record::{CaseMeta, CaseRecord, RunEnd};
+use crate::wire_only::WireOnlyUser;
+
+/// Knobs of a run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// How long one step may wait for the client.
+    pub step_timeout: Duration,
+    /// How long a whole case may take.
+    pub case_timeout: Duration,
+    /// Longest frame accepted from the client.
+    pub max_frame: usize,
+    /// Cases run at once.
+    pub jobs: usize,
+    /// The scenarios directory (for the repro line).
+    pub scenarios_dir: PathBuf,
+    /// Path of the fake agent binary the client is told to spawn.
+    pub fake_agent: PathBuf,
+}
+
+impl RunConfig {
+    pub fn new(scenarios_dir: PathBuf) -> Result<Self> {
+        Ok(RunConfig {
+            step_timeout: Duration::from_secs(5),
+            case_timeout: Duration::from_secs(30),
+            max_frame: 16 << 20,
+            jobs: std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2),
+            scenarios_dir,
+            fake_agent: crate::locate::locate(crate::locate::FAKE_AGENT)?,
+        })
+    }
+}
+
+/// A finished case: the record the checks read, the graded trials, and timing.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub record: CaseRecord,
+    pub trials: Vec<Trial>,
+    pub duration: Duration,
+}
+
+/// Accepts agent connections on the case's relay socket.
+struct RelayListener {
+    listener: UnixListener,
+    next_id: u32,
+}
+
+impl Connector for RelayListener {
+    async fn accept(&mut self) -> std::io::Result<AgentConn> {
+        let (stream, _) = self.listener.accept().await?;
+        self.next_id += 1;
+        let (reader, writer) = stream.into_split();
+        Ok(AgentConn {
+            id: self.next_id,
+            reader: Box::new(reader),
+            writer: Box::new(writer),
+        })
+    }
+}
+
+/// The one-line command that re-runs just this case.
+pub fn repro_command(case_id: &str, client: &ClientSpec, scenarios_dir: &Path) -> String {
+    let client_arg = match client.source.as_str() {
+        "reference" => String::new(),
+        s => format!(" --client {}", crate::client_spec::shell_quote(s)),
+    };
+    format!(
+        "acp-harness replay {}{} --scenarios {}",
+        crate::client_spec::shell_quote(case_id),
+        client_arg,
+        crate::client_spec::shell_quote(&scenarios_dir.to_string_lossy())
+    )
+}
+
+/// Runs one case against one client and grades it.
+pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> CaseResult {
+    let started = Instant::now();
+    let rec = Recorder::new();
+    let record = match run_case_inner(case, client, cfg, &rec).await {
+        Ok(record) => record,
+        Err(err) => {
+            // Environment failures (tempdir, socket) are the harness's, never the client's.
+            let meta = case_meta(case, cfg);
+            CaseRecord {
+                repro: repro_command(&meta.case_id, client, &cfg.scenarios_dir),
+                meta,
+                transcript: rec.snapshot(),
+                control_plane: false,
+                control_supports: Vec::new(),
+                workspace: PathBuf::new(),
+                outside: PathBuf::new(),
+                files_after: BTreeMap::new(),
+                end: RunEnd::HarnessError {
+                    reason: format!("{err:#}"),
+                },
+                stderr_tail: String::new(),
+            }
+        }
+    };
+    let trials = grade_case(&record);
+    CaseResult {
+        record,
+        trials,
+        duration: started.elapsed(),
+    }
+}
+
+fn case_meta(case: &Case, cfg: &RunConfig) -> CaseMeta {
+    let scenario = &case.scenario;
+    let file = scenario
+        .path
+        .strip_prefix(&cfg.scenarios_dir)
+        .unwrap_or(&scenario.path)
+        .to_string_lossy()
+        .into_owned();
+    CaseMeta {
+        case_id: case.id.clone(),
+        title: scenario.meta.title.clone(),
+        agent: scenario.meta.agent.clone(),
+        version: scenario.meta.version.clone(),
+        provenance: scenario.meta.provenance.clone(),
+        file,
+    }
+}
+
+async fn run_case_inner(
+    case: &Case,
+    client: &ClientSpec,
+    cfg: &RunConfig,
+    rec: &Recorder,
+) -> Result<CaseRecord> {
+    let dir = tempfile::Builder::new()
+        .prefix("acp-case-")
+        .tempdir()
+        .context("cannot create the case's tempdir")?;
+    // Canonical paths: clients compare what they are given with what they see on disk.
+    let root = dir.path().canonicalize()?;
+    let workspace = root.join("work");
+    let outside = root.join("outside");
+    std::fs::create_dir(&workspace)?;
+    std::fs::create_dir(&outside)?;
+    let socket = root.join("agent.sock");
+    let listener = UnixListener::bind(&socket).context("cannot listen on the relay socket")?;
+    let mut connector = RelayListener {
+        listener,
+        next_id: 0,
+    };
+
+    let agent_argv = vec![
+        cfg.fake_agent.to_string_lossy().into_owned(),
+        "--connect".to_string(),
+        socket.to_string_lossy().into_owned(),
+    ];
+    let prompt = match case.scenario.first_prompt() {
+        Some(text) => case
+            .scenario
+            .fill_text(&text, &workspace, &outside)
+            .map_err(anyhow::Error::msg)?,
+        None => String::new(),
+    };
+    let argv = client.expand_argv(&agent_argv, &prompt, &workspace);
+    let mut env: Vec<(String, String)> = client
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.replace("{cwd}", &workspace.to_string_lossy())))
+        .collect();
+    env.push((
+        "ACP_HARNESS_AGENT".into(),
+        serde_json::to_string(&agent_argv)?,
+    ));
+    env.push((
+        "ACP_HARNESS_CWD".into(),
+        workspace.to_string_lossy().into_owned(),
+    ));
+
+    let meta = case_meta(case, cfg);
+    let repro = repro_command(&meta.case_id, client, &cfg.scenarios_dir);
+    let mut record = CaseRecord {
+        meta,
+        transcript: Vec::new(),
+        control_plane: client.control == ControlMode::Adapter,
+        control_supports: Vec::new(),
+        workspace: workspace.clone(),
+        outside: outside.clone(),
+        files_after: BTreeMap::new(),
+        end: RunEnd::Completed,
+        stderr_tail: String::new(),
+        repro,
+    };
+
+    let engine_cfg = EngineConfig {
+        cwd: workspace.clone(),
+        outside: outside.clone(),
+        step_timeout: cfg.step_timeout,
+        max_frame: cfg.max_frame,
+        standalone: false,
+    };
+
+    let mut launched = match launch::launch(&argv, &env, &workspace) {
+        Ok(l) => l,
+        Err(err) => {
+            record.end = RunEnd::Crash {
+                exit_code: None,
+                signal: None,
+                reason: format!("{err:#}"),
+            };
+            record.transcript = rec.snapshot();
+            return Ok(record);
+        }
+    };
+    rec.note(json!({"type":"client_started","argv":argv,"pid":launched.pgid}));
+
+    let deadline = tokio::time::Instant::now() + cfg.case_timeout;
+    let mut control = None;
+    let mut keep_alive = Vec::new();
+    let mut readers = Vec::new();
+    let end = match client.control {
+        ControlMode::Adapter => {
+            let (Some(stdin), Some(stdout)) = (launched.stdin.take(), launched.stdout.take())
+            else {
+                anyhow::bail!("client stdio was not captured");
+            };
+            let mut plane = ControlPlane::new(stdin, stdout, rec.clone());
+            let end = match plane.handshake(cfg.step_timeout).await {
+                Err(HandshakeError::Unsupported(reason)) => RunEnd::HarnessError { reason },
+                Err(HandshakeError::NoHello(reason)) => RunEnd::Incomplete { step: 0, reason },
+                Ok(supports) => {
+                    record.control_supports = supports;
+                    let run = engine::run(case, &engine_cfg, &mut connector, &mut plane, rec);
+                    match tokio::time::timeout_at(deadline, run).await {
+                        Ok(outcome) => {
+                            keep_alive = outcome.keep_alive;
+                            readers = outcome.readers;
+                            match plane.protocol_error() {
+                                Some(reason) => RunEnd::HarnessError { reason },
+                                None => engine_end(outcome.end),
+                            }
+                        }
+                        Err(_) => case_timeout(cfg),
+                    }
+                }
+            };
+            control = Some(plane);
+            end
+        }
+        ControlMode::None => {
+            let mut user = WireOnlyUser {
+                pid: launched.pgid,
+                rec: rec.clone(),
+                session_ids: case.scenario.session_ids(),
+            };
+            let run = engine::run(case, &engine_cfg, &mut connector, &mut user, rec);
+            match tokio::time::timeout_at(deadline, run).await {
+                Ok(outcome) => {
+                    keep_alive = outcome.keep_alive;
+                    readers = outcome.readers;
+                    engine_end(outcome.end)
+                }
+                Err(_) => case_timeout(cfg),
+            }
+        }
+    };
+
+    // A client that died on its own before the scenario ended crashed; one killed by a signal
+    // crashed whenever it happened.
+    let early_exit = launched.try_exit();
+    record.end = match early_exit {
+        Some(exit) if exit.signal.is_some() || !matches!(end, RunEnd::Completed) => {
+            crash(&exit, &end)
+        }
+        _ => end,
+    };
+
+    if let Some(plane) = control.as_mut() {
+        if record.end == RunEnd::Completed {
+            plane.settle(cfg.step_timeout).await;
+        }
+        plane.shutdown().await;
+    }
+    let exit = launched.finish(Duration::from_secs(2)).await;
+    rec.note(json!({"type":"client_exited","status":exit.describe()}));
+    drop(keep_alive);
+    if let Some(plane) = control.as_mut() {
+        plane.drain(Duration::from_millis(500)).await;
+    }
+    for reader in readers {
+        let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
+    }
+    record.stderr_tail = launched.stderr_tail();
+    record.transcript = rec.snapshot();
+    record.files_after = files_after(&record.transcript, &root);
+    drop(dir);
+    Ok(record)
+}
+
+fn case_timeout(cfg: &RunConfig) -> RunEnd {
+    RunEnd::Timeout {
+        after_ms: cfg.case_timeout.as_millis() as u64,
+        reason: format!(
+            "the case did not finish within {} ms",
+            cfg.case_timeout.as_millis()
+        ),
+    }
+}
+
+fn crash(exit: &ExitInfo, end: &RunEnd) -> RunEnd {
+    let during = match end {
+        RunEnd::Incomplete { reason, .. } | RunEnd::Timeout { reason, .. } => {
+            format!(" ({reason})")
+        }
+        _ => String::new(),
+    };
+    RunEnd::Crash {
+        exit_code: exit.code,
+        signal: exit.signal.clone(),
+        reason: format!(
+            "the client exited before the scenario ended: {}{during}",
+            exit.describe()
+        ),
+    }
+}
+
+fn engine_end(end: EngineEnd) -> RunEnd {
+    match end {
+        EngineEnd::Completed => RunEnd::Completed,
+        EngineEnd::Incomplete { step, reason } => RunEnd::Incomplete { step, reason },
+        EngineEnd::NotApplicable { reason } => RunEnd::NotApplicable { reason },
+        EngineEnd::HarnessError { reason } => RunEnd::HarnessError { reason },
+    }
+}
+
+/// Bytes on disk, after the run, of every file the agent asked the client to read or write.
+/// Only paths inside the case's tempdir are read: a scenario never makes the harness read the
+/// user's own files into a report.
+fn files_after(
+    transcript: &[acp_fake_agents::transcript::Entry],
+    root: &Path,
+) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    for entry in transcript {
+        if entry.direction != Direction::AgentToClient {
+            continue;
+        }
+        let Some(json) = &entry.json else { continue };
+        let method = json.get("method").and_then(Value::as_str);
+        if !matches!(method, Some("fs/write_text_file" | "fs/read_text_file")) {
+            continue;
+        }
+        let Some(path) = json.pointer("/params/path").and_then(Value::as_str) else {
+            continue;
+        };
+        let path = PathBuf::from(path);
+        let inside = path.is_absolute()
+            && !path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+            && path.starts_with(root);
+        let bytes = if inside {
+            std::fs::read(&path).ok()
+        } else {
+            None
+        };
+        out.insert(path, bytes);
+    }
+    out
+}
+
+/// Runs many cases, `cfg.jobs` at a time, calling `on_done` as each finishes. Results come back
+/// in input order.
+pub async fn run_cases(
+    cases: Vec<Case>,
+    client: &ClientSpec,
+    cfg: &RunConfig,
+    on_done: impl Fn(&CaseResult) + Send + Sync + 'static,
+) -> Vec<CaseResult> {
+    let semaphore = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
+    let on_done = Arc::new(on_done);
+    let mut tasks = Vec::new();
+    for case in cases {
+        let semaphore = Arc::clone(&semaphore);
+        let on_done = Arc::clone(&on_done);
+        let client = client.clone();
+        let cfg = cfg.clone();
+        tasks.push(tokio::spawn(async move {
+            let _permit = semaphore.acquire_owned().await;
+            let result = run_case(&case, &client, &cfg).await;
+            on_done(&result);
+            result
+        }));
+    }
+    let mut results = Vec::new();
+    for task in tasks {
+        match task.await {
+            Ok(r) => results.push(r),
+            Err(e) => eprintln!("acp-harness: a case task failed: {e}"),
+        }
+    }
+    results
+}
