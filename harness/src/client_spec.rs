@@ -88,9 +88,8 @@ impl ClientSpec {
                 path.display()
             )
         })?;
-        let file: ProfileFile = toml::from_str(&text).map_err(|e| {
-            anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end())
-        })?;
+        let file: ProfileFile = toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
         if file.argv.is_empty() {
             bail!("{}: argv must not be empty", path.display());
         }
@@ -163,8 +162,7 @@ impl ClientSpec {
 /// POSIX shell quoting, for `{agent}` (clients that take the agent as one command string).
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:@%+,".contains(c))
     {
         s.to_string()

@@ -74,7 +74,9 @@ pub fn launch(argv: &[String], env: &[(String, String)], cwd: &Path) -> Result<L
     let mut child = cmd
         .spawn()
         .with_context(|| format!("could not start client {program:?}"))?;
-    let pgid = child.id().context("client exited before its pid was read")? as i32;
+    let pgid = child
+        .id()
+        .context("client exited before its pid was read")? as i32;
     let stderr = child.stderr.take();
     let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_BYTES)));
     let tail = Arc::clone(&stderr_tail);
@@ -116,6 +118,15 @@ impl Launched {
             .ok()
             .flatten()
             .map(ExitInfo::from_status)
+    }
+
+    /// Exit status if the client exits within `window` (it may be dying: its pipes close a
+    /// moment before it can be reaped).
+    pub async fn exit_within(&mut self, window: Duration) -> Option<ExitInfo> {
+        match tokio::time::timeout(window, self.child.wait()).await {
+            Ok(Ok(status)) => Some(ExitInfo::from_status(status)),
+            _ => None,
+        }
     }
 
     /// Waits up to `grace` for a voluntary exit, then kills the whole process group and reaps.

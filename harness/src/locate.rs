@@ -84,7 +84,10 @@ fn build(bin: WorkspaceBin, expected: &Path) -> Result<()> {
         .parent()
         .and_then(Path::file_name)
         .is_some_and(|n| n == "release");
-    eprintln!("acp-harness: building {} (package {})", bin.name, bin.package);
+    eprintln!(
+        "acp-harness: building {} (package {})",
+        bin.name, bin.package
+    );
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--quiet", "-p", bin.package, "--bin", bin.name]);
     if release {

@@ -205,10 +205,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     for f in &failing {
         println!("{f}");
     }
-    println!(
-        "results: {}",
-        args.out.join("run.json").display()
-    );
+    println!("results: {}", args.out.join("run.json").display());
     if failing.is_empty() {
         println!("all trials passed");
         Ok(ExitCode::SUCCESS)
@@ -243,7 +240,10 @@ fn replay(case_id: &str, common: CommonArgs) -> Result<ExitCode> {
     println!("{}", wire_log(&result.record.transcript));
     println!("end: {:?}", result.record.end);
     if !result.record.stderr_tail.is_empty() {
-        println!("client stderr (tail):\n{}", indent(&result.record.stderr_tail));
+        println!(
+            "client stderr (tail):\n{}",
+            indent(&result.record.stderr_tail)
+        );
     }
     let mut failing = false;
     for t in &result.trials {

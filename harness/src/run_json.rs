@@ -165,8 +165,7 @@ pub fn write_run(out: &Path, run: &RunJson, results: &[CaseResult]) -> Result<()
             text.push_str(&serde_json::to_string(entry)?);
             text.push('\n');
         }
-        std::fs::write(&path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let path = out.join("run.json");
     let json = serde_json::to_string_pretty(run)?;

@@ -287,7 +287,11 @@ async fn run_case_inner(
 
     // A client that died on its own before the scenario ended crashed; one killed by a signal
     // crashed whenever it happened.
-    let early_exit = launched.try_exit();
+    let early_exit = if matches!(end, RunEnd::Completed) {
+        launched.try_exit()
+    } else {
+        launched.exit_within(Duration::from_millis(300)).await
+    };
     record.end = match early_exit {
         Some(exit) if exit.signal.is_some() || !matches!(end, RunEnd::Completed) => {
             crash(&exit, &end)

@@ -56,7 +56,11 @@ pub fn trial_names(dir: &Path, filter: &[String]) -> Result<Vec<String>> {
     let checks = all_checks();
     Ok(load_cases(dir)?
         .iter()
-        .flat_map(|case| checks.iter().map(move |c| format!("{}::{}", case.id, c.id())))
+        .flat_map(|case| {
+            checks
+                .iter()
+                .map(move |c| format!("{}::{}", case.id, c.id()))
+        })
         .filter(|name| selected(name, filter))
         .collect())
 }
@@ -173,7 +177,7 @@ pub fn conformance_main() -> std::process::ExitCode {
                     .find(|t| t.check == check_id)
                     .ok_or_else(|| Failed::from(format!("check {check_id} produced no trial")))?;
                 if is_failing(trial.grade, shared.strict) {
-                    Err(format!("[{}] {}", trial.grade.as_str(), trial.message).into())
+                    Err(format!("[{}]\n{}", trial.grade.as_str(), trial.message).into())
                 } else {
                     if trial.grade == Grade::Warn {
                         eprintln!("warning: {}::{check_id}: {}", case.id, trial.message);

@@ -53,9 +53,18 @@ fn wrong_flags_are_rejected_by_clap_with_usage() {
 
 #[test]
 fn list_names_every_trial_as_agent_version_scenario_check() {
-    let out = harness().args(["list", "--filter", "edit-permission"]).output().unwrap();
+    let out = harness()
+        .args(["list", "--filter", "edit-permission"])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("opencode@1.18/edit-permission::subject-kind"), "{stdout}");
-    assert!(stdout.lines().all(|l| l.contains("edit-permission")), "{stdout}");
+    assert!(
+        stdout.contains("opencode@1.18/edit-permission::subject-kind"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.lines().all(|l| l.contains("edit-permission")),
+        "{stdout}"
+    );
 }

@@ -57,7 +57,11 @@ fn a_client_that_exits_at_once_is_a_crash_with_its_status_and_stderr() {
     }
     assert!(result.record.stderr_tail.contains("boom"));
     all_graded(&result, Grade::Crash);
-    assert!(result.trials[0].message.contains("exit code 3"), "{}", result.trials[0].message);
+    assert!(
+        result.trials[0].message.contains("exit code 3"),
+        "{}",
+        result.trials[0].message
+    );
     assert!(took < Duration::from_secs(3));
 }
 
@@ -71,7 +75,10 @@ fn a_client_that_never_answers_times_out_within_its_step_timeout() {
     );
     all_graded(&result, Grade::Timeout);
     // step timeout + 2 s shutdown grace at most
-    assert!(took < Duration::from_millis(300 + 2000 + 1000), "took {took:?}");
+    assert!(
+        took < Duration::from_millis(300 + 2000 + 1000),
+        "took {took:?}"
+    );
 }
 
 #[test]
@@ -98,7 +105,10 @@ fn processes_mentioning(marker: &str) -> Vec<String> {
             if let Ok(bytes) = std::fs::read(Path::new("/proc").join(&pid).join(file))
                 && String::from_utf8_lossy(&bytes).contains(marker)
             {
-                found.push(format!("pid {pid}: {}", String::from_utf8_lossy(&bytes).replace('\0', " ")));
+                found.push(format!(
+                    "pid {pid}: {}",
+                    String::from_utf8_lossy(&bytes).replace('\0', " ")
+                ));
                 break;
             }
         }
@@ -118,11 +128,29 @@ fn no_process_outlives_the_run() {
     );
     assert!(!matches!(result.record.end, RunEnd::Completed));
     let (ok, _) = one_case(ClientSpec::reference().unwrap(), 5000);
-    assert!(matches!(ok.record.end, RunEnd::Completed), "{:?}", ok.record.end);
+    assert!(
+        matches!(ok.record.end, RunEnd::Completed),
+        "{:?}",
+        ok.record.end
+    );
     let left = processes_mentioning(&marker);
-    assert!(left.is_empty(), "processes left behind:\n{}", left.join("\n"));
+    assert!(
+        left.is_empty(),
+        "processes left behind:\n{}",
+        left.join("\n")
+    );
     // The reference run's relay and client are gone too: nothing mentions its case directory.
-    let case_dir = ok.record.workspace.parent().unwrap().to_string_lossy().into_owned();
+    let case_dir = ok
+        .record
+        .workspace
+        .parent()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
     let left = processes_mentioning(&case_dir);
-    assert!(left.is_empty(), "processes left behind:\n{}", left.join("\n"));
+    assert!(
+        left.is_empty(),
+        "processes left behind:\n{}",
+        left.join("\n")
+    );
 }

@@ -138,7 +138,12 @@ fn mutant_flip_on_approval_fails_stable_item_type() {
 
 #[test]
 fn every_invariant_check_is_failed_by_some_mutant() {
-    for check in ["subject-kind", "offered-options", "cancel-stop", "stable-item-type"] {
+    for check in [
+        "subject-kind",
+        "offered-options",
+        "cancel-stop",
+        "stable-item-type",
+    ] {
         assert!(
             MUTANTS.iter().any(|(_, checks)| checks.contains(&check)),
             "no mutant fails {check}"

@@ -25,7 +25,9 @@
 //! * #42 (marking tool calls cancelled) is client display state with no fixed vocabulary in the
 //!   control protocol (item `status` is free text), so it is not graded.
 //! * The turn state needs the control plane; without it that part is skipped and the pass message
-//!   says so.
+//!   says so. A reported end other than `cancelled` is `fail`. The runner waits for every turn's
+//!   end before it shuts a completed case down, so a completed case whose cancelled turn was never
+//!   reported as ended fails too; on an unfinished run that absence is only noted.
 
 use std::collections::HashMap;
 
@@ -56,7 +58,7 @@ impl Check for CancelStop {
             return Finding::not_applicable("scenario never cancels");
         }
         let mut problems = Problems::new();
-        let mut turn_unchecked = false;
+        let mut unchecked: Vec<&str> = Vec::new();
         let targets: Vec<Option<&str>> = cancels.iter().map(|c| target_session(model, c)).collect();
         // The next user cancel of the same session bounds the search for this cancel's effects.
         let mut next_same: Vec<usize> = vec![usize::MAX; cancels.len()];
@@ -101,14 +103,13 @@ impl Check for CancelStop {
                 next_cancel: next_same[k],
                 pending,
             };
-            turn_unchecked |= check_cancel(case, model, &scope, &mut problems);
+            if let Some(why) = check_cancel(case, model, &scope, &mut problems) {
+                if !unchecked.contains(&why) {
+                    unchecked.push(why);
+                }
+            }
         }
-        let note = if turn_unchecked {
-            "turn state not checked: client has no control-plane adapter"
-        } else {
-            ""
-        };
-        problems.finish(note)
+        problems.finish(&unchecked.join("; "))
     }
 }
 
@@ -131,7 +132,9 @@ fn target_session<'a>(model: &WireModel<'a>, cancel: &UserCancel<'a>) -> Option<
         })
 }
 
-/// Grades one cancel; returns true if the turn state was left unchecked (no control plane).
+const NO_CONTROL_PLANE: &str = "turn state not checked: client has no control-plane adapter";
+const NOT_REPORTED: &str = "turn state not checked: the client reported no turn end after the agent's cancelled stopReason before the case ended";
+
 /// One user cancel to grade.
 struct Scope<'p, 'a> {
     /// Transcript index of the cancel.
@@ -143,12 +146,13 @@ struct Scope<'p, 'a> {
     pending: Vec<&'p PermissionRequest<'a>>,
 }
 
+/// Grades one cancel; returns why the turn state was left unchecked, if it was.
 fn check_cancel(
     case: &CaseRecord,
     model: &WireModel<'_>,
     scope: &Scope<'_, '_>,
     problems: &mut Problems,
-) -> bool {
+) -> Option<&'static str> {
     let Scope {
         at,
         sid,
@@ -289,19 +293,17 @@ fn check_cancel(
     }
 
     // 4. The client shows the turn as cancelled when the agent says so (#46–#48).
-    let Some(response) = prompt_response else {
-        return false;
-    };
+    let response = prompt_response?;
     let stop_reason = model
         .msg(response)
         .and_then(|m| m.result())
         .and_then(|r| r.get("stopReason"))
         .and_then(|s| s.as_str());
     if stop_reason != Some("cancelled") {
-        return false;
+        return None;
     }
     if !case.control_plane {
-        return true;
+        return Some(NO_CONTROL_PLANE);
     }
     let next_wire_prompt = model
         .session_msgs_from(sid, response + 1)
@@ -345,15 +347,22 @@ fn check_cancel(
             );
         }
     }
-    if !ended && case.end == RunEnd::Completed {
-        problems.fail(
-            format!(
-                "the agent ended the cancelled turn with stopReason \"cancelled\" (#{response}) but the client never reported the turn's end. Expected a turn event with state \"cancelled\"."
-            ),
-            &[at, response],
-        );
+    if !ended {
+        // The runner lets a completed case settle (waits for every turn's end) before it shuts
+        // the client down, so a missing end is the client's; on an unfinished run it proves
+        // nothing and is only noted.
+        if case.end == RunEnd::Completed {
+            problems.fail(
+                format!(
+                    "the agent ended the cancelled turn with stopReason \"cancelled\" (#{response}) but the client never reported the turn's end. Expected a turn event with state \"cancelled\"."
+                ),
+                &[at, response],
+            );
+            return None;
+        }
+        return Some(NOT_REPORTED);
     }
-    false
+    None
 }
 
 #[cfg(test)]
@@ -499,6 +508,17 @@ mod tests {
             Grade::Fail,
             "shows the turn as \"failed\"",
         );
+        // An optimistic "cancelled" followed by "completed" still fails.
+        let c = Case::new();
+        good(&c);
+        c.ev(json!({"type":"turn","sessionId":SID,"state":"cancelled"}));
+        c.ev(json!({"type":"turn","sessionId":SID,"state":"completed","stopReason":"cancelled"}));
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "shows the turn as \"completed\"",
+        );
+        // No turn end reported in a completed (settled) case: the client never showed it.
         let c = Case::new();
         good(&c);
         assert_grade(
@@ -506,6 +526,14 @@ mod tests {
             Grade::Fail,
             "never reported the turn's end",
         );
+        // On an unfinished run the absence proves nothing: noted, and graded by the run's end.
+        let mut c = Case::new();
+        good(&c);
+        c.end = RunEnd::Incomplete {
+            step: 9,
+            reason: "step 9 timed out".into(),
+        };
+        assert_grade(&c.grade(&CancelStop), Grade::Pass, "reported no turn end");
     }
 
     #[test]
