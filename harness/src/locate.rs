@@ -84,12 +84,22 @@ fn build(bin: WorkspaceBin, expected: &Path) -> Result<()> {
         .parent()
         .and_then(Path::file_name)
         .is_some_and(|n| n == "release");
+    // Build every workspace binary the harness launches in one cargo call: the next lookup is
+    // then free, and cargo compiles the shared dependencies once.
+    let packages: Vec<&str> = [FAKE_AGENT, REFERENCE_CLIENT]
+        .iter()
+        .map(|b| b.package)
+        .collect();
     eprintln!(
-        "acp-harness: building {} (package {})",
-        bin.name, bin.package
+        "acp-harness: building {} (packages {})",
+        bin.name,
+        packages.join(", ")
     );
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "--quiet", "-p", bin.package, "--bin", bin.name]);
+    cmd.args(["build", "--quiet"]);
+    for package in packages {
+        cmd.args(["-p", package]);
+    }
     if release {
         cmd.arg("--release");
     }
