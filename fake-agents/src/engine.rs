@@ -178,6 +178,8 @@ pub async fn run<C: Connector, U: UserDriver>(
     let end = match result {
         Ok(()) => EngineEnd::Completed,
         Err(Stop::Incomplete { step, reason }) => EngineEnd::Incomplete { step, reason },
+        // `run_all` turns it into a normal end; kept total for the match.
+        Err(Stop::Ended) => EngineEnd::Completed,
         Err(Stop::NotApplicable(reason)) => EngineEnd::NotApplicable { reason },
         Err(Stop::Harness(reason)) => EngineEnd::HarnessError { reason },
     };
@@ -194,6 +196,9 @@ pub async fn run<C: Connector, U: UserDriver>(
 
 /// Why the steps stopped early.
 enum Stop {
+    /// An `on_timeout` branch ran: the scenario ends there, complete (the steps after the
+    /// `expect` assume its message arrived).
+    Ended,
     Incomplete { step: usize, reason: String },
     NotApplicable(String),
     Harness(String),
@@ -302,8 +307,10 @@ impl<'a, C: Connector> Engine<'a, C> {
         self.vars = Vars::initial(&self.case.scenario, &self.cfg.cwd, &self.cfg.outside)
             .map_err(Stop::Harness)?;
         let steps: &'a [Step] = &self.case.scenario.steps;
-        self.run_steps(steps).await?;
-        self.wait_user_idle().await
+        match self.run_steps(steps).await {
+            Ok(()) | Err(Stop::Ended) => self.wait_user_idle().await,
+            Err(other) => Err(other),
+        }
     }
 
     /// Boxed because `await` cases run nested steps (recursion).
@@ -389,7 +396,16 @@ impl<'a, C: Connector> Engine<'a, C> {
         let timeout = self.timeout(step);
         match &step.kind {
             StepKind::Handshake => self.handshake(step, timeout).await,
-            StepKind::Expect(e) => self.expect(step, e, timeout).await,
+            StepKind::Expect(e) => {
+                let arrived = self.expect(step, e, timeout).await?;
+                match (&e.on_timeout, arrived) {
+                    (Some(steps), false) => {
+                        self.run_steps(steps).await?;
+                        Err(Stop::Ended)
+                    }
+                    _ => Ok(()),
+                }
+            }
             StepKind::ReplyTo { alias, reply } => {
                 let Some(msg) = self.client_requests.get(alias).cloned() else {
                     return Err(self.harness(
@@ -483,6 +499,20 @@ impl<'a, C: Connector> Engine<'a, C> {
         what: &str,
         fits: impl FnMut(&Msg) -> Option<T>,
     ) -> Result<(Msg, T), Stop> {
+        match self.take_within(step, timeout, what, fits).await? {
+            Some(found) => Ok(found),
+            None => Err(self.timed_out(step, &format!("client sent no {what}"), timeout)),
+        }
+    }
+
+    /// [`Self::take`], but a timeout is `Ok(None)` (no note, the run goes on).
+    async fn take_within<T>(
+        &mut self,
+        step: &Step,
+        timeout: Duration,
+        what: &str,
+        fits: impl FnMut(&Msg) -> Option<T>,
+    ) -> Result<Option<(Msg, T)>, Stop> {
         let deadline = Instant::now() + timeout;
         let mailbox = self
             .connection(step, deadline, timeout)
@@ -490,10 +520,8 @@ impl<'a, C: Connector> Engine<'a, C> {
             .mailbox
             .clone();
         match guard(self.progress.clone(), mailbox.take(fits, deadline)).await? {
-            Ok(found) => Ok(found),
-            Err(WaitError::TimedOut) => {
-                Err(self.timed_out(step, &format!("client sent no {what}"), timeout))
-            }
+            Ok(found) => Ok(Some(found)),
+            Err(WaitError::TimedOut) => Ok(None),
             Err(WaitError::Closed) => Err(self.closed(step, &format!("waiting for {what}"))),
         }
     }
@@ -561,13 +589,16 @@ impl<'a, C: Connector> Engine<'a, C> {
                 reply: Some(Reply::Result(Value::String(format!(
                     "${{profile.{frame}}}"
                 )))),
+                on_timeout: None,
             };
             self.expect(step, &expect, timeout).await?;
         }
         Ok(())
     }
 
-    async fn expect(&mut self, step: &Step, e: &Expect, timeout: Duration) -> StepResult {
+    /// Waits for the expected message and handles it. `Ok(false)`: it did not come in time and
+    /// the step has `on_timeout` steps (the caller runs them; a branch note says so).
+    async fn expect(&mut self, step: &Step, e: &Expect, timeout: Duration) -> Result<bool, Stop> {
         let pattern = match &e.pattern {
             Some(p) => Some(self.vars.fill(p).map_err(|m| self.harness(step, m))?),
             None => None,
@@ -579,8 +610,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         if let Some(p) = &pattern {
             what.push_str(&format!(" matching {p}"));
         }
-        let (msg, captured) = self
-            .take(step, timeout, &what, |m| {
+        let fits = |m: &Msg| {
                 let shape_ok = match &e.what {
                     Expected::Method(name) => matching::method(&m.json) == Some(name.as_str()),
                     Expected::Response => matching::is_response(&m.json),
@@ -593,8 +623,23 @@ impl<'a, C: Connector> Engine<'a, C> {
                     return None;
                 }
                 matching::capture(&m.json, &e.capture)
-            })
-            .await?;
+        };
+        let (msg, captured) = if e.on_timeout.is_some() {
+            match self.take_within(step, timeout, &what, fits).await? {
+                Some(found) => found,
+                None => {
+                    self.rec.note(json!({
+                        "type": "branch",
+                        "step": step.label,
+                        "answer": format!("no {what} within {} ms", timeout.as_millis()),
+                        "case": "on_timeout",
+                    }));
+                    return Ok(false);
+                }
+            }
+        } else {
+            self.take(step, timeout, &what, fits).await?
+        };
         if matching::method(&msg.json) == Some("initialize") {
             self.check_requires(&msg.json)?;
         }
@@ -607,7 +652,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         if let Some(reply) = &e.reply {
             self.reply(step, &msg, reply, timeout).await?;
         }
-        Ok(())
+        Ok(true)
     }
 
     /// `requires`: every path must be `true` in the client's `clientCapabilities`.

@@ -94,6 +94,10 @@ impl Mailbox {
         mut fits: impl FnMut(&Msg) -> Option<T>,
         deadline: Instant,
     ) -> Result<(Msg, T), WaitError> {
+        // Messages before `seen` did not fit on an earlier look and cannot start to fit (only
+        // this call's `fits` decides), so each wake-up looks only at new arrivals: a client that
+        // floods the connection costs linear, not quadratic, time.
+        let mut seen = 0;
         loop {
             // Register interest before looking, so a push between the look and the wait is not
             // lost.
@@ -102,7 +106,8 @@ impl Mailbox {
             notified.as_mut().enable();
             {
                 let mut state = self.lock();
-                for (msg, taken) in state.msgs.iter_mut() {
+                let end = state.msgs.len();
+                for (msg, taken) in state.msgs[seen..].iter_mut() {
                     if *taken {
                         continue;
                     }
@@ -111,6 +116,7 @@ impl Mailbox {
                         return Ok((msg.clone(), t));
                     }
                 }
+                seen = end;
                 if state.closed {
                     return Err(WaitError::Closed);
                 }

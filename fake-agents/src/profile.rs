@@ -34,8 +34,16 @@ macro_rules! embedded {
 }
 
 /// Every profile compiled in, as `(file name, text)`. Adding a profile is one line here.
-pub const EMBEDDED: &[(&str, &str)] =
-    embedded!["codex-acp@1.6", "opencode@1.18", "qwen-code@0.14",];
+pub const EMBEDDED: &[(&str, &str)] = embedded![
+    "claude-agent-acp@0.25",
+    "claude-agent-acp@0.85",
+    "codex-acp@0.13",
+    "codex-acp@1.6",
+    "opencode@1.15",
+    "opencode@1.18",
+    "qwen-code@0.14",
+    "qwen-code@0.21",
+];
 
 /// Display folder of embedded profiles in error messages.
 pub const EMBEDDED_DIR: &str = "fake-agents/profiles";

@@ -28,6 +28,11 @@ pub enum Direction {
     /// A note by the harness itself (step timeout, fault injected, signal sent, process exit).
     #[serde(rename = "note")]
     Note,
+    /// Control plane, observed: an event a client profile's observer derived from what a client
+    /// without an adapter exposes itself (its stdout, its terminal, its exit status), in the
+    /// shape of an adapter event plus an `observed` field naming the evidence.
+    #[serde(rename = "o2h")]
+    ObserverToHarness,
 }
 
 impl Direction {
@@ -39,6 +44,7 @@ impl Direction {
             Direction::HarnessToAdapter => "harness → adapter",
             Direction::AdapterToHarness => "adapter → harness",
             Direction::Note => "harness note",
+            Direction::ObserverToHarness => "observer → harness",
         }
     }
 

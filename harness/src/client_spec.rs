@@ -2,13 +2,20 @@
 //!
 //! `ACP_HARNESS_CLIENT` and `--client` accept either form: a JSON array of strings
 //! (`["./my-client","--adapter"]`) is an adapter-bearing client; anything else is read as the
-//! path of a client profile (format: clients/README.md).
+//! path of a client profile (format: clients/README.md, "Client profiles"). A profile can also
+//! describe a client without an adapter: how its prompt, permission policy and cancel work, and
+//! which observer reads what it exposes.
+
+mod profile;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
+
+pub use profile::{Cancel, ChooseInput, Install, Policy};
 
 /// How the harness drives a client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,32 +27,53 @@ pub enum ControlMode {
     None,
 }
 
+/// What a profile says about driving a client without an adapter (all empty for argv clients).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireProfile {
+    /// One line about the client and mode, for reports.
+    pub about: Option<String>,
+    /// stdin and stderr on a pseudo-terminal.
+    pub tty: bool,
+    pub policy: Option<Policy>,
+    pub cancel: Cancel,
+    /// Inputs that answer the client's permission prompt.
+    pub choose: Vec<ChooseInput>,
+    /// Observer name (harness/src/observe/).
+    pub observer: Option<String>,
+    /// argv that prints the client's version (`{program}` already filled).
+    pub version_command: Option<Vec<String>>,
+    pub install: Option<Install>,
+}
+
 /// A fully resolved client to launch.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClientSpec {
     /// Short name for reports (profile `name`, or the argv's file name).
     pub name: String,
-    /// argv template; may contain `{agent}`, `{agent_argv}`, `{prompt}`, `{cwd}`.
+    /// argv template; may contain `{agent}`, `{agent_argv}`, `{prompt}`, `{cwd}`, `{home}`,
+    /// `{policy}` (`{program}` is filled when the profile is read).
     pub argv: Vec<String>,
+    /// Environment for the client; values may contain `{cwd}` and `{home}`.
     pub env: BTreeMap<String, String>,
     pub control: ControlMode,
     /// Where the spec came from, verbatim (for the repro line).
     pub source: String,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ProfileFile {
-    name: String,
-    argv: Vec<String>,
+    /// Profile settings for clients without an adapter.
     #[serde(default)]
-    env: BTreeMap<String, String>,
-    #[serde(default = "default_control")]
-    control: ControlMode,
+    pub wire: WireProfile,
 }
 
-fn default_control() -> ControlMode {
-    ControlMode::Adapter
+/// The values placeholders stand for in one case.
+#[derive(Debug, Clone, Copy)]
+pub struct Expansion<'a> {
+    /// The agent command the client must spawn.
+    pub agent_argv: &'a [String],
+    /// The scenario's first prompt text.
+    pub prompt: &'a str,
+    /// The case's workspace.
+    pub cwd: &'a Path,
+    /// An empty directory of the case, for `HOME` and the like.
+    pub home: &'a Path,
 }
 
 impl ClientSpec {
@@ -65,6 +93,7 @@ impl ClientSpec {
             env: BTreeMap::new(),
             control: ControlMode::Adapter,
             source,
+            wire: WireProfile::default(),
         })
     }
 
@@ -72,38 +101,73 @@ impl ClientSpec {
     pub fn parse(text: &str) -> Result<Self> {
         let trimmed = text.trim();
         if trimmed.starts_with('[') {
-            let argv: Vec<String> = serde_json::from_str(trimmed).with_context(|| {
-                format!("client {trimmed:?} looks like a JSON array but is not an array of strings")
+            let argv: Vec<String> = serde_json::from_str(trimmed).map_err(|_| {
+                anyhow::anyhow!(
+                    "client {trimmed:?} looks like a JSON array but is not an array of strings"
+                )
             })?;
             return Self::from_argv(argv);
         }
         Self::from_profile(Path::new(trimmed))
     }
 
-    /// Reads a client profile file; relative argv[0] paths resolve against the profile's folder.
+    /// Reads a client profile file. `{program}` is filled now (from `program_env` or
+    /// `program`); a relative argv[0] (`./…`, `../…`) resolves against the profile's folder.
     pub fn from_profile(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| {
-            format!(
-                "cannot read client profile {} (a client is a JSON argv array or a profile path)",
-                path.display()
-            )
-        })?;
-        let file: ProfileFile = toml::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
-        if file.argv.is_empty() {
-            bail!("{}: argv must not be empty", path.display());
-        }
-        let mut argv = file.argv;
-        if argv[0].starts_with("./") || argv[0].starts_with("../") {
-            let base = path.parent().unwrap_or(Path::new("."));
-            argv[0] = base.join(&argv[0]).to_string_lossy().into_owned();
-        }
+        Self::read_profile(path, None)
+    }
+
+    /// Reads a client profile with `{program}` set to `program`, whatever the profile's
+    /// `program` and `program_env` say (for a test that installed the client itself).
+    pub fn from_profile_with_program(path: &Path, program: &str) -> Result<Self> {
+        Self::read_profile(path, Some(program.to_owned()))
+    }
+
+    fn read_profile(path: &Path, program: Option<String>) -> Result<Self> {
+        let file = profile::read(path)?;
+        let program = match program {
+            Some(p) => Some(p),
+            None => profile::resolve_program(&file, path)?,
+        };
+        let fill = |argv: &[String]| -> Vec<String> {
+            argv.iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    let a = if i == 0 {
+                        profile::relative_to(a, path)
+                    } else {
+                        a.clone()
+                    };
+                    match &program {
+                        Some(p) => a.replace("{program}", p),
+                        None => a,
+                    }
+                })
+                .collect()
+        };
+        let cancel = match file.cancel {
+            Some(c) => match c.resolve(path)? {
+                Cancel::Command(argv) => Cancel::Command(fill(&argv)),
+                other => other,
+            },
+            None => Cancel::None,
+        };
         Ok(ClientSpec {
             name: file.name,
-            argv,
+            argv: fill(&file.argv),
             env: file.env,
             control: file.control,
             source: path.display().to_string(),
+            wire: WireProfile {
+                about: file.about,
+                tty: file.tty,
+                policy: file.policy,
+                cancel,
+                choose: file.choose,
+                observer: file.observer,
+                version_command: file.version_command.as_deref().map(fill),
+                install: file.install,
+            },
         })
     }
 
@@ -136,27 +200,65 @@ impl ClientSpec {
         }
     }
 
-    /// The argv to execute, with placeholders filled.
-    pub fn expand_argv(&self, agent_argv: &[String], prompt: &str, cwd: &Path) -> Vec<String> {
-        let agent_line = agent_argv
-            .iter()
-            .map(|a| shell_quote(a))
-            .collect::<Vec<_>>()
-            .join(" ");
+    /// The argv to execute, with placeholders filled (`{agent_argv}` and `{policy}` splice
+    /// several arguments).
+    pub fn expand_argv(&self, x: &Expansion<'_>) -> Vec<String> {
+        self.expand_template(&self.argv, x)
+    }
+
+    /// Any command of the profile (argv, cancel command), with placeholders filled.
+    pub fn expand_template(&self, template: &[String], x: &Expansion<'_>) -> Vec<String> {
         let mut out = Vec::new();
-        for arg in &self.argv {
-            if arg == "{agent_argv}" {
-                out.extend(agent_argv.iter().cloned());
-                continue;
+        for arg in template {
+            match arg.as_str() {
+                "{agent_argv}" => out.extend(x.agent_argv.iter().cloned()),
+                "{policy}" => {
+                    out.extend(self.wire.policy.iter().flat_map(|p| p.flags.iter().cloned()))
+                }
+                _ => out.push(fill(arg, x)),
             }
-            out.push(
-                arg.replace("{agent}", &agent_line)
-                    .replace("{prompt}", prompt)
-                    .replace("{cwd}", &cwd.to_string_lossy()),
-            );
         }
         out
     }
+
+    /// The environment the profile adds, with `{cwd}` and `{home}` filled.
+    pub fn expand_env(&self, x: &Expansion<'_>) -> Vec<(String, String)> {
+        self.env
+            .iter()
+            .map(|(k, v)| (k.clone(), fill(v, x)))
+            .collect()
+    }
+
+    /// Runs the profile's version command (bounded by `timeout`) and returns
+    /// `{"name":…,"version":<first line of its stdout>}`; `None` without a command or when it
+    /// fails.
+    pub async fn probe_version(&self, timeout: Duration) -> Option<serde_json::Value> {
+        let argv = self.wire.version_command.as_ref()?;
+        let (program, args) = argv.split_first()?;
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let output = tokio::time::timeout(timeout, cmd.output()).await.ok()?.ok()?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let version = text.lines().next()?.trim().to_owned();
+        (output.status.success() && !version.is_empty())
+            .then(|| serde_json::json!({"name": self.name, "version": version}))
+    }
+}
+
+fn fill(arg: &str, x: &Expansion<'_>) -> String {
+    let agent_line = x
+        .agent_argv
+        .iter()
+        .map(|a| shell_quote(a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    arg.replace("{agent}", &agent_line)
+        .replace("{prompt}", x.prompt)
+        .replace("{cwd}", &x.cwd.to_string_lossy())
+        .replace("{home}", &x.home.to_string_lossy())
 }
 
 /// POSIX shell quoting, for `{agent}` (clients that take the agent as one command string).
@@ -194,6 +296,15 @@ mod tests {
         assert!(format!("{err:#}").contains("/nonexistent/profile.toml"));
     }
 
+    fn expansion<'a>(agent: &'a [String]) -> Expansion<'a> {
+        Expansion {
+            agent_argv: agent,
+            prompt: "hi there",
+            cwd: Path::new("/w"),
+            home: Path::new("/t/home"),
+        }
+    }
+
     #[test]
     fn placeholders_expand() {
         let spec = ClientSpec::from_argv(vec![
@@ -202,14 +313,12 @@ mod tests {
             "{agent}".into(),
             "exec".into(),
             "{prompt}".into(),
+            "--home={home}".into(),
             "{agent_argv}".into(),
         ])
         .unwrap();
-        let argv = spec.expand_argv(
-            &["/bin/fake agent".into(), "--connect".into(), "/s".into()],
-            "hi there",
-            Path::new("/w"),
-        );
+        let agent = ["/bin/fake agent".to_string(), "--connect".into(), "/s".into()];
+        let argv = spec.expand_argv(&expansion(&agent));
         assert_eq!(
             argv,
             [
@@ -218,11 +327,123 @@ mod tests {
                 "'/bin/fake agent' --connect /s",
                 "exec",
                 "hi there",
+                "--home=/t/home",
                 "/bin/fake agent",
                 "--connect",
                 "/s"
             ]
         );
+    }
+
+    fn write_profile(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("client.toml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    const WIRE_ONLY: &str = r#"
+name = "cli"
+program = "./bin/cli"
+argv = ["{program}", "--agent", "{agent}", "{policy}", "exec", "{prompt}"]
+control = "none"
+observer = "acpx"
+version_command = ["{program}", "--version"]
+[env]
+HOME = "{home}"
+[policy]
+name = "escalate"
+flags = ["--policy", '{"escalate":["*"]}']
+[cancel]
+signal = "SIGINT"
+"#;
+
+    #[test]
+    fn wire_only_profile_reads_and_expands() {
+        let (dir, path) = write_profile(WIRE_ONLY);
+        let spec = ClientSpec::from_profile(&path).unwrap();
+        let program = dir.path().join("./bin/cli").to_string_lossy().into_owned();
+        assert_eq!(spec.control, ControlMode::None);
+        assert_eq!(spec.wire.cancel, Cancel::Signal("SIGINT".into()));
+        assert_eq!(spec.wire.observer.as_deref(), Some("acpx"));
+        assert_eq!(
+            spec.wire.version_command,
+            Some(vec![program.clone(), "--version".into()])
+        );
+        let agent = ["fa".to_string(), "--connect".into(), "/s".into()];
+        let x = expansion(&agent);
+        assert_eq!(
+            spec.expand_argv(&x),
+            [
+                program.as_str(),
+                "--agent",
+                "fa --connect /s",
+                "--policy",
+                r#"{"escalate":["*"]}"#,
+                "exec",
+                "hi there"
+            ]
+        );
+        assert_eq!(
+            spec.expand_env(&x),
+            [("HOME".to_string(), "/t/home".to_string())]
+        );
+    }
+
+    #[test]
+    fn profile_errors_name_the_file_and_the_problem() {
+        let cases = [
+            (WIRE_ONLY.replace("\"{policy}\", ", ""), "no \"{policy}\" element"),
+            (WIRE_ONLY.replace("signal = \"SIGINT\"", "signal = \"SIGNOPE\""), "unknown signal"),
+            (
+                WIRE_ONLY.replace("signal = \"SIGINT\"", "signal = \"SIGINT\"\nstdin = \"x\""),
+                "exactly one of",
+            ),
+            (WIRE_ONLY.replace("observer = \"acpx\"", "observer = \"nope\""), "unknown observer"),
+            (WIRE_ONLY.replace(", \"exec\", \"{prompt}\"", ""), "{prompt}"),
+            (
+                format!("{WIRE_ONLY}[[choose]]\ninput = \"y\"\nselects = [\"allow_once\"]\n"),
+                "prompts = true",
+            ),
+            (WIRE_ONLY.replace("name = \"cli\"", "name = \"cli\"\nbogus = 1"), "bogus"),
+        ];
+        for (text, needle) in cases {
+            let (_dir, path) = write_profile(&text);
+            let err = format!("{:#}", ClientSpec::from_profile(&path).unwrap_err());
+            assert!(err.contains(needle), "{needle:?} not in {err}");
+            assert!(err.contains("client.toml"), "{err}");
+        }
+    }
+
+    #[test]
+    fn program_env_overrides_program() {
+        // A variable name no other test or environment uses.
+        let var = "ACP_HARNESS_TEST_PROGRAM_9f2c";
+        let text = WIRE_ONLY.replace("program = \"./bin/cli\"", &format!("program_env = \"{var}\""));
+        let (_dir, path) = write_profile(&text);
+        let err = format!("{:#}", ClientSpec::from_profile(&path).unwrap_err());
+        assert!(err.contains(var), "{err}");
+        // SAFETY: only this test reads or writes this variable.
+        unsafe { std::env::set_var(var, "/opt/cli") };
+        let spec = ClientSpec::from_profile(&path).unwrap();
+        unsafe { std::env::remove_var(var) };
+        assert_eq!(spec.argv[0], "/opt/cli");
+    }
+
+    #[test]
+    fn choose_input_selects_by_kind_order() {
+        let input = ChooseInput {
+            input: "y\r".into(),
+            selects: vec!["allow_once".into(), "allow_always".into()],
+        };
+        let offered = serde_json::json!([
+            {"optionId":"always","kind":"allow_always"},
+            {"optionId":"once","kind":"allow_once"},
+        ]);
+        assert_eq!(input.selected(&offered), Some("once"));
+        let only_always = serde_json::json!([{"optionId":"a","kind":"allow_always"}]);
+        assert_eq!(input.selected(&only_always), Some("a"));
+        assert_eq!(input.selected(&serde_json::json!([])), None);
     }
 
     #[test]

@@ -61,6 +61,11 @@ pub struct ControlPlane {
     stdin: Option<ChildStdin>,
     rec: Recorder,
     seq: u64,
+    /// How long one command may take to write: a client that stopped reading its stdin fills
+    /// the pipe, and the harness must notice well within the step timeout.
+    write_limit: Duration,
+    /// A command write was abandoned half-way (its step gave up): the stream is corrupt.
+    write_cut: bool,
     reader: tokio::task::JoinHandle<()>,
 }
 
@@ -81,6 +86,8 @@ impl ControlPlane {
             stdin: Some(stdin),
             rec,
             seq: 0,
+            write_limit: Duration::from_secs(5),
+            write_cut: false,
             reader,
         }
     }
@@ -123,7 +130,11 @@ impl ControlPlane {
         let hello = self
             .wait_for(timeout, "hello", |s| s.hello.clone())
             .await
-            .map_err(HandshakeError::NoHello)?;
+            .map_err(|reason| match self.protocol_error() {
+                // Broken control JSON is graded like any later protocol violation.
+                Some(violation) => HandshakeError::Unsupported(violation),
+                None => HandshakeError::NoHello(reason),
+            })?;
         let version = hello.get("version").and_then(Value::as_i64).unwrap_or(-1);
         if version != 1 {
             return Err(HandshakeError::Unsupported(format!(
@@ -144,6 +155,12 @@ impl ControlPlane {
     pub fn client_info(&self) -> Option<Value> {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.hello.as_ref().map(|h| h["client"].clone())
+    }
+
+    /// True once the adapter's stdout has reached EOF.
+    pub fn stdout_closed(&self) -> bool {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.eof
     }
 
     /// A protocol violation by the adapter, if any.
@@ -167,20 +184,32 @@ impl ControlPlane {
         let line = command.to_string();
         self.rec
             .record(0, Direction::HarnessToAdapter, line.as_bytes());
+        if self.write_cut {
+            // An earlier command was cut off mid-line; anything written now would be garbage.
+            self.stdin = None;
+        }
         let Some(stdin) = self.stdin.as_mut() else {
             return Err("the adapter's stdin is closed".into());
         };
+        let limit = self.write_limit;
+        self.write_cut = true;
         let write = async {
             stdin.write_all(line.as_bytes()).await?;
             stdin.write_all(b"\n").await?;
             stdin.flush().await
         };
         // A client that stops reading its stdin must not hang the harness.
-        match tokio::time::timeout(Duration::from_secs(5), write).await {
+        let result = match tokio::time::timeout(limit, write).await {
             Ok(Ok(())) => Ok(seq),
             Ok(Err(e)) => Err(format!("could not write to the adapter's stdin: {e}")),
-            Err(_) => Err("the adapter does not read its stdin (write blocked for 5 s)".into()),
-        }
+            Err(_) => Err(format!(
+                "the adapter does not read its stdin: a {}-byte command was still not written after {} ms",
+                line.len() + 1,
+                limit.as_millis()
+            )),
+        };
+        self.write_cut = result.is_err();
+        result
     }
 
     /// Waits (bounded) until the client has shown the end of every turn it was asked to start,
@@ -196,6 +225,8 @@ impl ControlPlane {
 
     /// Asks the adapter to quit and closes its stdin.
     pub async fn shutdown(&mut self) {
+        // Closing stdin follows anyway: a client that does not read gets no more than a moment.
+        self.write_limit = Duration::from_millis(200);
         let _ = self.send(json!({"type":"shutdown"})).await;
         self.stdin = None;
     }
@@ -241,6 +272,8 @@ pub enum HandshakeError {
 
 impl UserDriver for ControlPlane {
     async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), String> {
+        // Half the step: a blocked write is then reported as such, before the step gives up.
+        self.write_limit = timeout / 2;
         match action {
             UserAction::NewSession { session, cwd } => {
                 self.send(json!({"type":"new_session","session":session,"cwd":cwd}))

@@ -23,6 +23,8 @@ pub struct Launched {
     pub pgid: i32,
     pub stdin: Option<ChildStdin>,
     pub stdout: Option<ChildStdout>,
+    /// For `tty` launches: the terminal that is the client's stdin and stderr.
+    pub terminal: Option<Terminal>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     stderr_task: tokio::task::JoinHandle<()>,
 }
@@ -56,46 +58,93 @@ impl ExitInfo {
     }
 }
 
+/// The client's terminal (`tty` launches): type on `master`; what the client writes there
+/// arrives on `output` (and in the stderr tail).
+pub struct Terminal {
+    pub master: crate::pty::Master,
+    pub output: tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>,
+}
+
 /// Starts `argv` with piped stdio in a new process group.
 pub fn launch(argv: &[String], env: &[(String, String)], cwd: &Path) -> Result<Launched> {
+    launch_with(argv, env, cwd, false)
+}
+
+/// Starts `argv` in a new process group: stdout piped; stdin and stderr piped too, or with
+/// `tty` both on a fresh pseudo-terminal (for clients that prompt only on a terminal).
+pub fn launch_with(
+    argv: &[String],
+    env: &[(String, String)],
+    cwd: &Path,
+    tty: bool,
+) -> Result<Launched> {
     let (program, args) = argv.split_first().context("empty client argv")?;
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)
-        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .process_group(0)
         // Belt and braces: if the harness itself dies, tokio still kills the direct child.
         .kill_on_drop(true);
+    let master = if tty {
+        let (master, slave) = crate::pty::open()?;
+        let slave_err = slave.try_clone().context("cannot duplicate the pty")?;
+        cmd.stdin(Stdio::from(slave)).stderr(Stdio::from(slave_err));
+        Some(master)
+    } else {
+        cmd.stdin(Stdio::piped()).stderr(Stdio::piped());
+        None
+    };
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("could not start client {program:?}"))?;
+    let spawned = cmd.spawn();
+    // The command holds our copies of the terminal's slave side: drop them now, or the
+    // terminal never reports its end.
+    drop(cmd);
+    let mut child = spawned.with_context(|| format!("could not start client {program:?}"))?;
     let pgid = child
         .id()
         .context("client exited before its pid was read")? as i32;
-    let stderr = child.stderr.take();
     let stderr_tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_BYTES)));
     let tail = Arc::clone(&stderr_tail);
-    let stderr_task = tokio::spawn(async move {
-        let Some(mut stderr) = stderr else { return };
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stderr.read(&mut buf).await {
-            if n == 0 {
-                break;
-            }
-            let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-            tail.extend(&buf[..n]);
-            let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
-            tail.drain(..excess);
+    let keep = move |bytes: &[u8]| {
+        let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+        tail.extend(bytes);
+        let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
+        tail.drain(..excess);
+    };
+    let (terminal, stderr_task) = match master {
+        Some(master) => {
+            let (tx, output) = tokio::sync::mpsc::unbounded_channel();
+            let reader = master.clone();
+            let task = tokio::spawn(async move {
+                while let Some(chunk) = reader.read().await {
+                    keep(&chunk);
+                    let _ = tx.send(chunk);
+                }
+            });
+            (Some(Terminal { master, output }), task)
         }
-    });
+        None => {
+            let stderr = child.stderr.take();
+            let task = tokio::spawn(async move {
+                let Some(mut stderr) = stderr else { return };
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stderr.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    keep(&buf[..n]);
+                }
+            });
+            (None, task)
+        }
+    };
     Ok(Launched {
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),
+        terminal,
         child,
         pgid,
         stderr_tail,

@@ -5,15 +5,20 @@
 //! control-plane adapter, the user. Every frame lands in a transcript; checks are pure functions
 //! of the recorded case. See DESIGN.md in the project's shared folder and README.md.
 pub mod acp_schema;
+pub mod baseline;
 pub mod checks;
 pub mod client_spec;
 pub mod control;
+pub mod fuzz;
 pub mod launch;
 pub mod locate;
+pub mod observe;
 pub mod output;
+pub mod pty;
 pub mod record;
 pub mod run_json;
 pub mod runner;
 pub mod suite;
+pub mod sweep;
 pub mod wire_model;
 pub mod wire_only;

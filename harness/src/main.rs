@@ -4,9 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use acp_harness::baseline::Baseline;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::output::{is_failing, progress_line, summary_table, wire_log};
-use acp_harness::run_json::{self, RunJson};
+use acp_harness::run_json;
 use acp_harness::runner::{self, RunConfig};
 use acp_harness::suite;
 use anyhow::{Context, Result};
@@ -32,8 +33,9 @@ struct Cli {
 enum Command {
     /// Run the suite: a line per case as it finishes, a summary table, and run.json in --out.
     ///
-    /// Exits 0 when every trial passes (or is not applicable), 1 on any fail, error, timeout or
-    /// crash (and on warn with --strict), 2 on bad input (scenario parse errors, bad flags).
+    /// Exits 0 when every trial passes (or is not applicable, or an expected failure listed in
+    /// --baseline), 1 on any fail, error, timeout, crash or stale baseline entry (and on warn
+    /// with --strict), 2 on bad input (scenario parse errors, bad flags, an unknown baseline id).
     Run(RunArgs),
     /// List the trials (`<agent>@<version>/<scenario>::<check>`) without launching anything.
     List(SelectArgs),
@@ -44,6 +46,57 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Make the HTML report, junit.xml and summary.md from run.json files (one per client).
+    ///
+    /// Writes DIR/index.html (clients × agent versions), a page per agent version and per case,
+    /// DIR/junit.xml and DIR/summary.md (for $GITHUB_STEP_SUMMARY). Exits 0 once written,
+    /// whatever the grades; 2 if a run.json cannot be read.
+    Report {
+        /// run.json files, e.g. acp-results/run.json.
+        #[arg(required = true, value_name = "RUN_JSON")]
+        runs: Vec<PathBuf>,
+        /// Where the report goes.
+        #[arg(long, value_name = "DIR", default_value = "acp-report")]
+        out: PathBuf,
+    },
+    /// Compare two runs: new failures, fixed, changed failure messages, cases added or removed,
+    /// cases that got slower.
+    ///
+    /// Exits 1 if the new run has failures the old one did not, else 0; 2 on bad input.
+    Diff(DiffArgs),
+    /// Turn a permission_mapping fuzz input (crash artifact, corpus file or JSON seed) into a
+    /// regression scenario.
+    ///
+    /// Writes SCENARIOS/regressions/fuzz/<ID>.toml (agent `regressions`, version `fuzz`), which
+    /// `cargo test` then runs in the conformance suite, and prints the command that replays it
+    /// (fuzz/README.md). Exits 2 if the input cannot be read or decoded.
+    FuzzToScenario {
+        /// The fuzz input, e.g. fuzz/artifacts/permission_mapping/crash-….
+        artifact: PathBuf,
+        /// Scenario id [default: `fuzz-` and a hash of the input].
+        #[arg(long, value_name = "ID")]
+        id: Option<String>,
+        /// Scenario directory [default: ./scenarios, else the workspace's].
+        #[arg(long, value_name = "DIR")]
+        scenarios: Option<PathBuf>,
+    },
+}
+
+#[derive(Args)]
+struct DiffArgs {
+    /// The earlier run.json.
+    old: PathBuf,
+    /// The later run.json.
+    new: PathBuf,
+    /// Also write the diff as an HTML page to this file.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// A case is slower if it took this many percent longer…
+    #[arg(long, value_name = "PERCENT", default_value_t = 50.0)]
+    slower_pct: f64,
+    /// …and at least this many milliseconds longer.
+    #[arg(long, value_name = "MS", default_value_t = 250)]
+    slower_ms: u64,
 }
 
 #[derive(Args)]
@@ -89,6 +142,14 @@ struct RunArgs {
     /// Cases run at once [default: number of cores].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    /// Expected failures (TOML; clients/README.md, "Baselines"): a listed failure grades
+    /// `expected` and does not fail the run; a listed trial that passes grades `stale` and does;
+    /// an entry naming no known check or trial is an error.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Rewrite the --baseline file from this run's failures (refused with --filter).
+    #[arg(long, requires = "baseline")]
+    bless: bool,
 }
 
 fn main() -> ExitCode {
@@ -97,6 +158,13 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::List(args) => list(args),
         Command::Replay { case_id, common } => replay(&case_id, common),
+        Command::Report { runs, out } => report(&runs, &out),
+        Command::Diff(args) => diff(args),
+        Command::FuzzToScenario {
+            artifact,
+            id,
+            scenarios,
+        } => fuzz_to_scenario(&artifact, id.as_deref(), scenarios.as_deref()),
     };
     match result {
         Ok(code) => code,
@@ -132,11 +200,16 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     if cases.is_empty() {
         anyhow::bail!("no case matches the filter {:?}", args.filter);
     }
+    let baseline = load_baseline(&args, &cfg)?;
     // Fail on an unwritable --out before running anything.
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create --out directory {}", args.out.display()))?;
+    let version = runtime()?
+        .block_on(client.probe_version(Duration::from_secs(10)))
+        .and_then(|v| v.get("version")?.as_str().map(|s| format!(" ({s})")))
+        .unwrap_or_default();
     eprintln!(
-        "acp-harness: {} cases against {} ({} at a time)",
+        "acp-harness: {} cases against {}{version} ({} at a time)",
         cases.len(),
         client.name,
         cfg.jobs
@@ -146,44 +219,50 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0);
+    let scenario_info = run_json::ScenarioInfo::of(&cases);
     let filter = args.filter.clone();
+    let shown = baseline.clone();
     let mut results = runtime()?.block_on(runner::run_cases(cases, &client, &cfg, move |r| {
         let mut r = r.clone();
         suite::retain_selected(&mut r, &filter);
+        if let Some(b) = &shown {
+            let case_id = r.record.meta.case_id.clone();
+            r.trials.iter_mut().for_each(|t| b.apply_trial(&case_id, t));
+        }
         println!("{}", progress_line(&r));
     }));
     for r in &mut results {
         suite::retain_selected(r, &args.filter);
     }
+    if let Some(mut b) = baseline {
+        if args.bless {
+            b = b.blessed(&results, args.strict);
+            b.write()?;
+            println!(
+                "blessed {}: {} expected failure(s)",
+                b.path.display(),
+                b.entries.len()
+            );
+        }
+        b.apply(&mut results);
+    }
     println!("\n{}", summary_table(&results));
 
-    let run = RunJson {
-        schema: run_json::RUN_SCHEMA.into(),
-        harness: run_json::ToolInfo {
-            name: "acp-harness".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        acp_schema: acp_harness::acp_schema::SCHEMA_VERSION.into(),
-        client: run_json::ClientInfo {
-            name: client.name.clone(),
-            source: client.source.clone(),
-            argv: client.argv.clone(),
-            reported: None,
-        },
-        config: run_json::RunConfigInfo {
-            step_timeout_ms: cfg.step_timeout.as_millis() as u64,
-            case_timeout_ms: cfg.case_timeout.as_millis() as u64,
-            jobs: cfg.jobs,
-            strict: args.strict,
-            filter: (!args.filter.is_empty()).then(|| args.filter.join(" | ")),
-            scenarios_dir: cfg.scenarios_dir.display().to_string(),
-        },
-        started_unix_ms,
+    let header = run_json::RunHeader {
+        client: &client,
+        cfg: &cfg,
+        strict: args.strict,
+        filter: &args.filter,
+        started_unix_ms: u64::try_from(started_unix_ms).unwrap_or(u64::MAX),
         duration_ms: started.elapsed().as_millis() as u64,
-        summary: run_json::summarize(&results),
-        cases: results.iter().map(run_json::case_json).collect(),
     };
+    let run = run_json::build(header, &scenario_info, &results);
     run_json::write_run(&args.out, &run, &results)?;
+    // The report is made from what was just written, exactly as `acp-harness report` would.
+    let report = acp_reports::write_report(
+        &[acp_reports::LoadedRun::new(args.out.join("run.json"), run)],
+        &args.out.join("report"),
+    );
 
     let failing: Vec<String> = results
         .iter()
@@ -206,9 +285,18 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         println!("{f}");
     }
     println!("results: {}", args.out.join("run.json").display());
+    match &report {
+        Ok(written) => println!("report:  {}", written.index.display()),
+        Err(err) => eprintln!("acp-harness: cannot write the report: {err}"),
+    }
     if failing.is_empty() {
         println!("all trials passed");
-        Ok(ExitCode::SUCCESS)
+        // A run whose report could not be written is not a clean pass (exit 2: environment).
+        Ok(if report.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(2)
+        })
     } else {
         println!(
             "{} failing trials; re-run one with the `repro:` line above",
@@ -216,6 +304,37 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         );
         Ok(ExitCode::from(1))
     }
+}
+
+/// `--baseline`, checked against every case of the scenarios directory; `--bless` may start
+/// from a file that does not exist yet.
+fn load_baseline(args: &RunArgs, cfg: &RunConfig) -> Result<Option<Baseline>> {
+    let Some(path) = &args.baseline else {
+        return Ok(None);
+    };
+    if args.bless && !args.filter.is_empty() {
+        anyhow::bail!(
+            "--bless rewrites the whole baseline, so it needs the whole suite: drop --filter"
+        );
+    }
+    let baseline = if args.bless && !path.exists() {
+        Baseline {
+            path: path.clone(),
+            ..Baseline::default()
+        }
+    } else {
+        Baseline::load(path)?
+    };
+    let cases: Vec<String> = suite::load_cases(&cfg.scenarios_dir)?
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    let checks: Vec<&str> = acp_harness::checks::all_checks()
+        .iter()
+        .map(|c| c.id())
+        .collect();
+    baseline.validate(&cases, &checks)?;
+    Ok(Some(baseline))
 }
 
 fn indent(text: &str) -> String {
@@ -230,6 +349,23 @@ fn list(args: SelectArgs) -> Result<ExitCode> {
     for name in suite::trial_names(&dir, &args.filter)? {
         println!("{name}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn fuzz_to_scenario(
+    artifact: &std::path::Path,
+    id: Option<&str>,
+    scenarios: Option<&std::path::Path>,
+) -> Result<ExitCode> {
+    let dir = suite::scenarios_dir(scenarios)?;
+    let regressions = dir.join(acp_harness::fuzz::scenario::AGENT);
+    let path = acp_harness::fuzz::scenario::write_regression(artifact, &regressions, id)?;
+    let id = path.file_stem().unwrap_or_default().to_string_lossy();
+    println!("wrote:  {}", path.display());
+    println!(
+        "replay: acp-harness replay 'regressions@fuzz/{id}' --scenarios {}",
+        dir.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -257,5 +393,39 @@ fn replay(case_id: &str, common: CommonArgs) -> Result<ExitCode> {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+fn report(runs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
+    let loaded = acp_reports::load_runs(runs)?;
+    let written = acp_reports::write_report(&loaded, out)?;
+    println!("report:  {}", written.index.display());
+    println!("junit:   {}", written.junit.display());
+    println!("summary: {}", written.summary.display());
+    println!("{} failing trials", written.failing);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn diff(args: DiffArgs) -> Result<ExitCode> {
+    if !(args.slower_pct.is_finite() && args.slower_pct >= 0.0) {
+        anyhow::bail!("--slower-pct must be a number >= 0");
+    }
+    let old = acp_reports::load_run(&args.old)?;
+    let new = acp_reports::load_run(&args.new)?;
+    let thresholds = acp_reports::diff::Thresholds {
+        slower_pct: args.slower_pct,
+        slower_ms: args.slower_ms,
+    };
+    let d = acp_reports::diff::diff(&old, &new, thresholds);
+    print!("{}", acp_reports::diff::text(&d));
+    if let Some(path) = &args.html {
+        let html = acp_reports::diff::html(&d)?;
+        std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))?;
+        println!("html: {}", path.display());
+    }
+    Ok(if d.new_failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     })
 }

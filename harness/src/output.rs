@@ -10,9 +10,9 @@ use crate::runner::CaseResult;
 /// Grades that make a run fail (warn only under `--strict`).
 pub fn is_failing(grade: Grade, strict: bool) -> bool {
     match grade {
-        Grade::Pass | Grade::NotApplicable => false,
+        Grade::Pass | Grade::NotApplicable | Grade::Expected => false,
         Grade::Warn => strict,
-        Grade::Fail | Grade::Error | Grade::Timeout | Grade::Crash => true,
+        Grade::Fail | Grade::Error | Grade::Timeout | Grade::Crash | Grade::Stale => true,
     }
 }
 
@@ -21,11 +21,13 @@ fn worst(result: &CaseResult) -> Grade {
     let rank = |g: Grade| match g {
         Grade::NotApplicable => 0,
         Grade::Pass => 1,
-        Grade::Warn => 2,
-        Grade::Timeout => 3,
-        Grade::Fail => 4,
-        Grade::Crash => 5,
-        Grade::Error => 6,
+        Grade::Expected => 2,
+        Grade::Warn => 3,
+        Grade::Stale => 4,
+        Grade::Timeout => 5,
+        Grade::Fail => 6,
+        Grade::Crash => 7,
+        Grade::Error => 8,
     };
     result
         .trials
@@ -67,8 +69,10 @@ pub fn summary_table(results: &[CaseResult]) -> String {
         Grade::Error,
         Grade::Timeout,
         Grade::Crash,
+        Grade::Expected,
+        Grade::Stale,
     ];
-    let mut rows: BTreeMap<String, [usize; 7]> = BTreeMap::new();
+    let mut rows: BTreeMap<String, [usize; 9]> = BTreeMap::new();
     for result in results {
         let key = format!(
             "{}@{}",
@@ -80,7 +84,7 @@ pub fn summary_table(results: &[CaseResult]) -> String {
             row[i] += 1;
         }
     }
-    let mut total = [0usize; 7];
+    let mut total = [0usize; 9];
     let width = rows.keys().map(String::len).max().unwrap_or(5).max(5);
     let mut out = format!("{:width$}", "agent");
     for g in grades {

@@ -1,120 +1,152 @@
 //! `run.json`: the versioned result of a run (documented in harness/RUN_JSON.md). Reports,
 //! JUnit and diffs are made from this file alone.
+//!
+//! The format's types live in `acp-reports` ([`acp_reports::run`]), its one owner; this module
+//! fills them from the harness's results and writes the files.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use acp_fake_agents::scenario::Case;
+use acp_fake_agents::transcript::Direction;
 use anyhow::{Context, Result};
-use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::checks::Grade;
+pub use acp_reports::run::{
+    CaseEnd, CaseJson, CheckInfo, ClientInfo, ProfileInfo, RUN_SCHEMA, RunConfigInfo, RunJson,
+    ToolInfo, TrialJson, transcript_file,
+};
+
+use crate::checks::all_checks;
+use crate::client_spec::ClientSpec;
 use crate::record::RunEnd;
-use crate::runner::CaseResult;
+use crate::runner::{CaseResult, RunConfig};
 
-/// Identifies the format; bumped on any incompatible change.
-pub const RUN_SCHEMA: &str = "acp-harness/run/v1";
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunJson {
-    pub schema: String,
-    pub harness: ToolInfo,
-    /// Which ACP JSON Schema the `schema` check validated against.
-    pub acp_schema: String,
-    pub client: ClientInfo,
-    pub config: RunConfigInfo,
-    /// Milliseconds since the Unix epoch when the run started.
-    pub started_unix_ms: u128,
-    pub duration_ms: u64,
-    pub summary: BTreeMap<String, usize>,
-    pub cases: Vec<CaseJson>,
+/// What run.json says about each case's scenario that the case record does not carry. Taken
+/// from the cases before they run.
+#[derive(Debug, Clone, Default)]
+pub struct ScenarioInfo {
+    by_case: HashMap<String, ScenarioFacts>,
+    profiles: Vec<ProfileInfo>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ToolInfo {
-    pub name: String,
-    pub version: String,
+/// The scenario facts of one case.
+#[derive(Debug, Clone, Default)]
+struct ScenarioFacts {
+    description: Option<String>,
+    requires: Vec<String>,
+    /// `agent@version` of its profile.
+    profile: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ClientInfo {
-    /// Profile name or argv[0].
-    pub name: String,
-    /// `--client` as given (argv JSON, profile path, `reference`, `mutant:<name>`).
-    pub source: String,
-    pub argv: Vec<String>,
-    /// What the adapter said in `hello.client` (name, version), when it has one.
-    pub reported: Option<serde_json::Value>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunConfigInfo {
-    pub step_timeout_ms: u64,
-    pub case_timeout_ms: u64,
-    pub jobs: usize,
-    pub strict: bool,
-    pub filter: Option<String>,
-    pub scenarios_dir: String,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CaseJson {
-    pub id: String,
-    pub title: String,
-    pub agent: String,
-    pub version: String,
-    pub file: String,
-    pub provenance: Vec<String>,
-    pub end: RunEnd,
-    pub duration_ms: u64,
-    /// Path of the transcript (JSON Lines of transcript entries), relative to run.json.
-    pub transcript: String,
-    pub frames: usize,
-    pub stderr_tail: String,
-    pub repro: String,
-    pub trials: Vec<TrialJson>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct TrialJson {
-    /// `<case>::<check>`, the libtest trial name.
-    pub name: String,
-    pub check: String,
-    pub grade: Grade,
-    pub rules: Vec<u16>,
-    pub requirement: String,
-    pub message: String,
-    pub frames: Vec<usize>,
-}
-
-/// File name of a case's transcript: the case id with path-unsafe characters replaced.
-pub fn transcript_file(case_id: &str) -> String {
-    let safe: String = case_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.@[]".contains(c) {
-                c
-            } else {
-                '_'
+impl ScenarioInfo {
+    pub fn of(cases: &[Case]) -> ScenarioInfo {
+        let mut info = ScenarioInfo::default();
+        for case in cases {
+            let s = &case.scenario;
+            let profile = s.profile.as_ref().map(|p| p.key());
+            if let Some(p) = &s.profile {
+                if !info.profiles.iter().any(|known| known.key == p.key()) {
+                    info.profiles.push(ProfileInfo {
+                        key: p.key(),
+                        title: p.title.clone(),
+                        sources: p.sources.clone(),
+                    });
+                }
             }
-        })
-        .collect();
-    format!("transcripts/{safe}.jsonl")
+            info.by_case.insert(
+                case.id.clone(),
+                ScenarioFacts {
+                    description: s.meta.description.clone(),
+                    requires: s.meta.requires.clone(),
+                    profile,
+                },
+            );
+        }
+        info.profiles.sort_by(|a, b| a.key.cmp(&b.key));
+        info
+    }
 }
 
-/// Counts of trials per grade.
+/// The run-wide facts that are not in the results.
+#[derive(Debug, Clone)]
+pub struct RunHeader<'a> {
+    pub client: &'a ClientSpec,
+    pub cfg: &'a RunConfig,
+    pub strict: bool,
+    pub filter: &'a [String],
+    pub started_unix_ms: u64,
+    pub duration_ms: u64,
+}
+
+/// The whole run.json of a run.
+pub fn build(header: RunHeader<'_>, scenarios: &ScenarioInfo, results: &[CaseResult]) -> RunJson {
+    RunJson {
+        schema: RUN_SCHEMA.into(),
+        harness: ToolInfo {
+            name: "acp-harness".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        acp_schema: crate::acp_schema::SCHEMA_VERSION.into(),
+        client: ClientInfo {
+            name: header.client.name.clone(),
+            source: header.client.source.clone(),
+            argv: header.client.argv.clone(),
+            reported: reported_client(results),
+        },
+        config: RunConfigInfo {
+            step_timeout_ms: header.cfg.step_timeout.as_millis() as u64,
+            case_timeout_ms: header.cfg.case_timeout.as_millis() as u64,
+            jobs: header.cfg.jobs,
+            strict: header.strict,
+            filter: (!header.filter.is_empty()).then(|| header.filter.join(" | ")),
+            scenarios_dir: header.cfg.scenarios_dir.display().to_string(),
+        },
+        started_unix_ms: header.started_unix_ms,
+        duration_ms: header.duration_ms,
+        summary: summarize(results),
+        checks: checks_catalog(),
+        profiles: scenarios.profiles.clone(),
+        cases: results.iter().map(|r| case_json(r, scenarios)).collect(),
+    }
+}
+
+/// What the client said about itself: the adapter's `hello.client`, else the `clientInfo` of its
+/// first `initialize` request.
+pub fn reported_client(results: &[CaseResult]) -> Option<Value> {
+    let entries = || results.iter().flat_map(|r| &r.record.transcript);
+    let hello = entries().find_map(|e| {
+        (e.direction == Direction::AdapterToHarness && e.control_type() == Some("hello"))
+            .then(|| e.json.as_ref()?.get("client").cloned())
+            .flatten()
+    });
+    hello.or_else(|| {
+        entries().find_map(|e| {
+            (e.direction == Direction::ClientToAgent && e.method() == Some("initialize"))
+                .then(|| e.json.as_ref()?.get("params")?.get("clientInfo").cloned())
+                .flatten()
+        })
+    })
+}
+
+/// Every check of this harness, in trial order.
+pub fn checks_catalog() -> Vec<CheckInfo> {
+    all_checks()
+        .iter()
+        .map(|c| CheckInfo {
+            id: c.id().into(),
+            rules: c.rules().to_vec(),
+            requirement: c.requirement().into(),
+            needs_adapter: c.needs_control_plane(),
+        })
+        .collect()
+}
+
+/// Counts of trials per grade: every grade the reports know (zeros included), plus any other.
 pub fn summarize(results: &[CaseResult]) -> BTreeMap<String, usize> {
-    let mut summary: BTreeMap<String, usize> = [
-        Grade::Pass,
-        Grade::Fail,
-        Grade::Warn,
-        Grade::NotApplicable,
-        Grade::Error,
-        Grade::Timeout,
-        Grade::Crash,
-    ]
-    .iter()
-    .map(|g| (g.as_str().to_string(), 0))
-    .collect();
+    let mut summary: BTreeMap<String, usize> = acp_reports::grade::names()
+        .map(|g| (g.to_string(), 0))
+        .collect();
     for result in results {
         for trial in &result.trials {
             *summary.entry(trial.grade.as_str().to_string()).or_default() += 1;
@@ -123,8 +155,25 @@ pub fn summarize(results: &[CaseResult]) -> BTreeMap<String, usize> {
     summary
 }
 
-pub fn case_json(result: &CaseResult) -> CaseJson {
+/// How the case ended, in run.json's open form (`kind` plus that kind's fields).
+fn case_end(end: &RunEnd) -> CaseEnd {
+    serde_json::to_value(end)
+        .and_then(serde_json::from_value)
+        .unwrap_or_else(|err| CaseEnd {
+            kind: "harness_error".into(),
+            detail: [("reason".to_string(), Value::from(err.to_string()))]
+                .into_iter()
+                .collect(),
+        })
+}
+
+pub fn case_json(result: &CaseResult, scenarios: &ScenarioInfo) -> CaseJson {
     let record = &result.record;
+    let facts = scenarios
+        .by_case
+        .get(&record.meta.case_id)
+        .cloned()
+        .unwrap_or_default();
     CaseJson {
         id: record.meta.case_id.clone(),
         title: record.meta.title.clone(),
@@ -132,7 +181,10 @@ pub fn case_json(result: &CaseResult) -> CaseJson {
         version: record.meta.version.clone(),
         file: record.meta.file.clone(),
         provenance: record.meta.provenance.clone(),
-        end: record.end.clone(),
+        description: facts.description,
+        requires: facts.requires,
+        profile: facts.profile,
+        end: case_end(&record.end),
         duration_ms: result.duration.as_millis() as u64,
         transcript: transcript_file(&record.meta.case_id),
         frames: record.transcript.len(),
@@ -144,7 +196,7 @@ pub fn case_json(result: &CaseResult) -> CaseJson {
             .map(|t| TrialJson {
                 name: format!("{}::{}", record.meta.case_id, t.check),
                 check: t.check.to_string(),
-                grade: t.grade,
+                grade: t.grade.as_str().to_string(),
                 rules: t.rules.to_vec(),
                 requirement: t.requirement.to_string(),
                 message: t.message.clone(),
@@ -171,4 +223,67 @@ pub fn write_run(out: &Path, run: &RunJson, results: &[CaseResult]) -> Result<()
     let json = serde_json::to_string_pretty(run)?;
     std::fs::write(&path, json).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+
+    /// Does not compile when the harness gets a new grade: add it here and to `all` below.
+    fn exhaustive(grade: Grade) {
+        match grade {
+            Grade::Pass
+            | Grade::Fail
+            | Grade::Warn
+            | Grade::NotApplicable
+            | Grade::Error
+            | Grade::Timeout
+            | Grade::Crash
+            | Grade::Expected
+            | Grade::Stale => {}
+        }
+    }
+
+    #[test]
+    fn every_harness_grade_is_known_to_the_reports() {
+        let all = [
+            Grade::Pass,
+            Grade::Fail,
+            Grade::Warn,
+            Grade::NotApplicable,
+            Grade::Error,
+            Grade::Timeout,
+            Grade::Crash,
+            Grade::Expected,
+            Grade::Stale,
+        ];
+        for g in all {
+            exhaustive(g);
+            let report = acp_reports::grade::Grade::of(g.as_str());
+            assert!(report.is_known(), "reports do not know grade {g:?}");
+            assert_eq!(
+                report.is_failing(false),
+                crate::output::is_failing(g, false),
+                "{g:?}"
+            );
+            assert_eq!(
+                report.is_failing(true),
+                crate::output::is_failing(g, true),
+                "{g:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn run_ends_keep_their_fields() {
+        let end = case_end(&RunEnd::Crash {
+            exit_code: Some(3),
+            signal: None,
+            reason: "client exited".into(),
+        });
+        assert_eq!(end.kind, "crash");
+        assert_eq!(end.reason(), Some("client exited"));
+        assert_eq!(end.detail.get("exit_code"), Some(&Value::from(3)));
+    }
 }

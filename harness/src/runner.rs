@@ -17,9 +17,10 @@ use serde_json::{Value, json};
 use tokio::net::UnixListener;
 
 use crate::checks::{Trial, grade_case};
-use crate::client_spec::{ClientSpec, ControlMode};
+use crate::client_spec::{ClientSpec, ControlMode, Expansion};
 use crate::control::{ControlPlane, HandshakeError};
 use crate::launch::{self, ExitInfo};
+use crate::observe::Observer;
 use crate::record::{CaseMeta, CaseRecord, RunEnd};
 use crate::wire_only::WireOnlyUser;
 
@@ -163,6 +164,9 @@ async fn run_case_inner(
     let outside = root.join("outside");
     std::fs::create_dir(&workspace)?;
     std::fs::create_dir(&outside)?;
+    // An empty home for the client (profiles set e.g. `HOME = "{home}"`).
+    let home = root.join("home");
+    std::fs::create_dir(&home)?;
     let socket = root.join("agent.sock");
     let listener = UnixListener::bind(&socket).context("cannot listen on the relay socket")?;
     let mut connector = RelayListener {
@@ -182,12 +186,14 @@ async fn run_case_inner(
             .map_err(anyhow::Error::msg)?,
         None => String::new(),
     };
-    let argv = client.expand_argv(&agent_argv, &prompt, &workspace);
-    let mut env: Vec<(String, String)> = client
-        .env
-        .iter()
-        .map(|(k, v)| (k.clone(), v.replace("{cwd}", &workspace.to_string_lossy())))
-        .collect();
+    let expansion = Expansion {
+        agent_argv: &agent_argv,
+        prompt: &prompt,
+        cwd: &workspace,
+        home: &home,
+    };
+    let argv = client.expand_argv(&expansion);
+    let mut env = client.expand_env(&expansion);
     env.push((
         "ACP_HARNESS_AGENT".into(),
         serde_json::to_string(&agent_argv)?,
@@ -220,7 +226,14 @@ async fn run_case_inner(
         standalone: false,
     };
 
-    let mut launched = match launch::launch(&argv, &env, &workspace) {
+    if client.control == ControlMode::None {
+        if let Err(reason) = crate::wire_only::playable(&case.scenario, client) {
+            record.end = RunEnd::NotApplicable { reason };
+            record.transcript = rec.snapshot();
+            return Ok(record);
+        }
+    }
+    let mut launched = match launch::launch_with(&argv, &env, &workspace, client.wire.tty) {
         Ok(l) => l,
         Err(err) => {
             record.end = RunEnd::Crash {
@@ -236,6 +249,7 @@ async fn run_case_inner(
 
     let deadline = tokio::time::Instant::now() + cfg.case_timeout;
     let mut control = None;
+    let mut observer: Option<Observer> = None;
     let mut keep_alive = Vec::new();
     let mut readers = Vec::new();
     let end = match client.control {
@@ -255,9 +269,20 @@ async fn run_case_inner(
                         Ok(outcome) => {
                             keep_alive = outcome.keep_alive;
                             readers = outcome.readers;
-                            match plane.protocol_error() {
-                                Some(reason) => RunEnd::HarnessError { reason },
-                                None => engine_end(outcome.end),
+                            match (plane.protocol_error(), engine_end(outcome.end)) {
+                                (Some(reason), _) => RunEnd::HarnessError { reason },
+                                // Say why nothing more could happen.
+                                (None, RunEnd::Incomplete { step, reason })
+                                    if plane.stdout_closed() =>
+                                {
+                                    RunEnd::Incomplete {
+                                        step,
+                                        reason: format!(
+                                            "{reason} (the adapter had closed its stdout)"
+                                        ),
+                                    }
+                                }
+                                (None, end) => end,
                             }
                         }
                         Err(_) => case_timeout(cfg),
@@ -268,11 +293,34 @@ async fn run_case_inner(
             end
         }
         ControlMode::None => {
+            let stdout = launched
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>);
+            let terminal = launched.terminal.take();
+            let (master, output) = match terminal {
+                Some(t) => (Some(t.master), Some(t.output)),
+                None => (None, None),
+            };
+            let obs = Observer::start(client, stdout, output, rec.clone());
             let mut user = WireOnlyUser {
                 pid: launched.pgid,
                 rec: rec.clone(),
                 session_ids: case.scenario.session_ids(),
+                spec: client.clone(),
+                stdin: launched.stdin.take(),
+                terminal: master,
+                observer: obs.handle(),
+                env: env.clone(),
+                cwd: workspace.clone(),
+                cancel_argv: match &client.wire.cancel {
+                    crate::client_spec::Cancel::Command(argv) => {
+                        client.expand_template(argv, &expansion)
+                    }
+                    _ => Vec::new(),
+                },
             };
+            observer = Some(obs);
             let run = engine::run(case, &engine_cfg, &mut connector, &mut user, rec);
             match tokio::time::timeout_at(deadline, run).await {
                 Ok(outcome) => {
@@ -287,11 +335,15 @@ async fn run_case_inner(
 
     // A client that died on its own before the scenario ended crashed; one killed by a signal
     // crashed whenever it happened.
+    let ended = Instant::now();
     let early_exit = if matches!(end, RunEnd::Completed) {
         launched.try_exit()
     } else {
         launched.exit_within(Duration::from_millis(300)).await
     };
+    // The time spent watching for a crash counts against the shutdown grace: after a stuck run
+    // the verdict comes within the step timeout + 2 s.
+    let exit_watch = ended.elapsed();
     record.end = match early_exit {
         Some(exit) if exit.signal.is_some() || !matches!(end, RunEnd::Completed) => {
             crash(&exit, &end)
@@ -305,7 +357,19 @@ async fn run_case_inner(
         }
         plane.shutdown().await;
     }
-    let exit = launched.finish(Duration::from_secs(2)).await;
+    // A client without an adapter ends on its own after its turn (its exit status may be what
+    // it shows): give it a step's time for that, not just the shutdown grace.
+    let grace = if client.control == ControlMode::None && record.end == RunEnd::Completed {
+        cfg.step_timeout.max(Duration::from_secs(2))
+    } else {
+        Duration::from_secs(2).saturating_sub(exit_watch)
+    };
+    let exit = launched.finish(grace).await;
+    // Descendants that left the client's process group die too (sweep.rs).
+    crate::sweep::kill_marked(&crate::sweep::case_marker(&workspace));
+    if let Some(obs) = observer.take() {
+        obs.finish(&exit, Duration::from_millis(500)).await;
+    }
     rec.note(json!({"type":"client_exited","status":exit.describe()}));
     drop(keep_alive);
     if let Some(plane) = control.as_mut() {

@@ -8,6 +8,7 @@ use acp_fake_agents::scenario::{self, Case};
 use anyhow::{Context, Result, bail};
 use libtest_mimic::{Arguments, Failed, Trial};
 
+use crate::baseline::Baseline;
 use crate::checks::{Grade, all_checks};
 use crate::client_spec::ClientSpec;
 use crate::output::is_failing;
@@ -103,6 +104,8 @@ struct Shared {
     cfg: RunConfig,
     runtime: tokio::runtime::Runtime,
     strict: bool,
+    /// `ACP_HARNESS_BASELINE`: expected failures (crate::baseline).
+    baseline: Option<Baseline>,
 }
 
 fn shared(dir: &Path) -> Result<&'static Shared, String> {
@@ -117,7 +120,14 @@ fn shared(dir: &Path) -> Result<&'static Shared, String> {
                 if let Some(ms) = env_ms("ACP_HARNESS_CASE_TIMEOUT_MS")? {
                     cfg.case_timeout = ms;
                 }
+                let baseline = Baseline::from_env()?;
+                if let Some(b) = &baseline {
+                    let cases: Vec<String> = load_cases(dir)?.into_iter().map(|c| c.id).collect();
+                    let checks: Vec<&str> = all_checks().iter().map(|c| c.id()).collect();
+                    b.validate(&cases, &checks)?;
+                }
                 Ok(Shared {
+                    baseline,
                     client: ClientSpec::resolve(None)?,
                     cfg,
                     runtime: tokio::runtime::Builder::new_multi_thread()
@@ -146,6 +156,10 @@ fn env_ms(name: &str) -> Result<Option<std::time::Duration>> {
 
 /// `cargo test` entry: one libtest trial per scenario × check, against the client named by
 /// `ACP_HARNESS_CLIENT` (default: the reference client). Trials of one case share one run.
+/// `ACP_HARNESS_BASELINE` names a baseline file: its failures pass as expected, and a trial that
+/// a one-trial entry names fails as stale when it passes (an entry covering several trials is
+/// judged only by `acp-harness run --baseline`, which sees them all); an unknown id fails every
+/// trial.
 pub fn conformance_main() -> std::process::ExitCode {
     let args = Arguments::from_args();
     let dir = match scenarios_dir(None) {
@@ -171,16 +185,25 @@ pub fn conformance_main() -> std::process::ExitCode {
                         .runtime
                         .block_on(runner::run_case(&case, &shared.client, &shared.cfg))
                 });
-                let trial = result
+                let mut trial = result
                     .trials
                     .iter()
                     .find(|t| t.check == check_id)
+                    .cloned()
                     .ok_or_else(|| Failed::from(format!("check {check_id} produced no trial")))?;
+                if let Some(b) = &shared.baseline {
+                    b.apply_trial(&case.id, &mut trial);
+                }
                 if is_failing(trial.grade, shared.strict) {
                     Err(format!("[{}]\n{}", trial.grade.as_str(), trial.message).into())
                 } else {
-                    if trial.grade == Grade::Warn {
-                        eprintln!("warning: {}::{check_id}: {}", case.id, trial.message);
+                    if matches!(trial.grade, Grade::Warn | Grade::Expected) {
+                        eprintln!(
+                            "{}: {}::{check_id}: {}",
+                            trial.grade.as_str(),
+                            case.id,
+                            trial.message
+                        );
                     }
                     Ok(())
                 }

@@ -310,6 +310,9 @@ pub struct ControlMsg<'a> {
     pub index: usize,
     /// True for harness → adapter commands.
     pub command: bool,
+    /// True for an event a client profile's observer derived (direction `o2h`), not one an
+    /// adapter reported.
+    pub observed: bool,
     pub control: Control<'a>,
 }
 
@@ -350,17 +353,20 @@ fn parse_control(json: &Value) -> Control<'_> {
             })
         })(),
         Some("approval") => (|| {
-            let options = json
-                .get("options")?
-                .as_array()?
-                .iter()
-                .map(|o| {
-                    Some(PresentedOption {
-                        option_id: o.get("optionId")?.as_str()?,
-                        label: o.get("label").and_then(Value::as_str).unwrap_or(""),
+            // An observer may see the card's subject but not its buttons: no `options` then.
+            let options = match json.get("options") {
+                None if json.get("observed").is_some() => Vec::new(),
+                other => other?
+                    .as_array()?
+                    .iter()
+                    .map(|o| {
+                        Some(PresentedOption {
+                            option_id: o.get("optionId")?.as_str()?,
+                            label: o.get("label").and_then(Value::as_str).unwrap_or(""),
+                        })
                     })
-                })
-                .collect::<Option<Vec<_>>>()?;
+                    .collect::<Option<Vec<_>>>()?,
+            };
             Some(Control::Approval {
                 session_id: s("sessionId")?,
                 request_id: json.get("requestId")?,
@@ -781,7 +787,9 @@ impl<'a> WireModel<'a> {
                     }
                     continue;
                 }
-                Direction::HarnessToAdapter | Direction::AdapterToHarness => {
+                Direction::HarnessToAdapter
+                | Direction::AdapterToHarness
+                | Direction::ObserverToHarness => {
                     let Some(json) = entry.json.as_ref() else {
                         continue;
                     };
@@ -845,6 +853,7 @@ impl<'a> WireModel<'a> {
                     m.controls.push(ControlMsg {
                         index,
                         command: entry.direction == Direction::HarnessToAdapter,
+                        observed: entry.direction == Direction::ObserverToHarness,
                         control,
                     });
                     continue;
@@ -1252,6 +1261,18 @@ impl<'a> WireModel<'a> {
             .find(|(i, _)| *i < at)
             .or_else(|| opened.first())
             .map(|(_, sid)| *sid)
+    }
+
+    /// True if a client profile's observer declared (note `{"type":"observer","reports":[…]}`)
+    /// that it reports control events of this `type` for a client without an adapter.
+    pub fn observer_reports(&self, event: &str) -> bool {
+        self.notes.iter().any(|(_, note)| {
+            note.get("type").and_then(Value::as_str) == Some("observer")
+                && note
+                    .get("reports")
+                    .and_then(Value::as_array)
+                    .is_some_and(|r| r.iter().any(|e| e.as_str() == Some(event)))
+        })
     }
 
     /// Every user cancel, in order.

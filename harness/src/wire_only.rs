@@ -1,44 +1,323 @@
-//! The user, for clients without a control-plane adapter: the prompt was already given on the
-//! command line (`{prompt}`), options are chosen by the client's own policy, and a cancel is a
-//! SIGINT to the client process. Each action is noted in the transcript so checks know the user
-//! acted.
+//! The user, for clients without a control-plane adapter (a client profile with
+//! `control = "none"`): the prompt was already given on the command line (`{prompt}`), options are
+//! chosen by the client's own policy (or, for a policy that prompts on a terminal, by typing one
+//! of the profile's `[[choose]]` inputs once the observer saw the prompt), and a cancel is the
+//! profile's `[cancel]` method. Each action is noted in the transcript (`user_cancel`,
+//! `user_choose`, `user_choose_skipped`) so checks know the user acted.
+//!
+//! [`playable`] says up front which scenarios such a client cannot play at all (two prompts, no
+//! way to cancel, a cancel that needs a pending request from a client that never leaves one
+//! pending): those cases grade `not_applicable` with the reason instead of failing on a
+//! limitation of the profile.
 
 use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver};
+use acp_fake_agents::scenario::{Scenario, StepKind, UserStep};
 use acp_fake_agents::transcript::Recorder;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use serde_json::json;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+use tokio::process::ChildStdin;
 
+use crate::client_spec::{Cancel, ClientSpec};
+use crate::observe::{ObserverHandle, UserAct};
+use crate::pty::Master;
+
+/// Whether `spec` (a client without an adapter) can play `scenario`; `Err` says why not.
+pub fn playable(scenario: &Scenario, spec: &ClientSpec) -> Result<(), String> {
+    let (mut prompts, mut sessions, mut cancels, mut pending_cancels) = (0, 0, 0, 0);
+    for step in scenario.all_steps() {
+        match &step.kind {
+            StepKind::User(UserStep::Prompt { .. }) => prompts += 1,
+            StepKind::User(UserStep::NewSession { .. }) => sessions += 1,
+            StepKind::User(UserStep::Cancel { pending, .. }) => {
+                cancels += 1;
+                pending_cancels += usize::from(pending.is_some());
+            }
+            _ => {}
+        }
+    }
+    let name = &spec.name;
+    if prompts != 1 {
+        return Err(format!(
+            "{name} takes exactly one prompt per launch (`{{prompt}}` in its argv); this scenario has {prompts} `user = \"prompt\"` steps"
+        ));
+    }
+    if sessions > 1 {
+        return Err(format!(
+            "{name} opens one session per launch; this scenario opens {sessions}"
+        ));
+    }
+    if cancels == 0 {
+        return Ok(());
+    }
+    match &spec.wire.cancel {
+        Cancel::None => Err(format!(
+            "the profile of {name} has no [cancel] method; this scenario cancels"
+        )),
+        Cancel::Stdin {
+            at_prompt_only: true,
+            ..
+        } if pending_cancels < cancels => Err(format!(
+            "the profile of {name} cancels by typing at its permission prompt only; this scenario cancels when no request is pending"
+        )),
+        _ if pending_cancels > 0 && !spec.wire.policy.as_ref().is_some_and(|p| p.prompts) => {
+            let policy = spec
+                .wire
+                .policy
+                .as_ref()
+                .map_or("its own policy".to_owned(), |p| format!("its policy `{}`", p.name));
+            Err(format!(
+                "{name} answers every permission request at once by {policy}, so no request is pending when the user cancels; this scenario cancels while one is (use a profile whose policy prompts)"
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Plays the user for a client without an adapter.
 pub struct WireOnlyUser {
+    /// The client's pid (signals go to it, not to its process group).
     pub pid: i32,
     pub rec: Recorder,
     /// ACP session id per harness handle, as far as the scenario knows it.
     pub session_ids: Vec<(String, String)>,
+    pub spec: ClientSpec,
+    /// The client's stdin, for `[cancel] stdin` without a terminal.
+    pub stdin: Option<ChildStdin>,
+    /// The client's terminal (`tty = true`).
+    pub terminal: Option<Master>,
+    pub observer: ObserverHandle,
+    /// Environment and working directory for a `[cancel] command`.
+    pub env: Vec<(String, String)>,
+    pub cwd: std::path::PathBuf,
+    /// The `[cancel] command`, placeholders filled.
+    pub cancel_argv: Vec<String>,
 }
 
 impl UserDriver for WireOnlyUser {
-    async fn act(&mut self, action: UserAction, _timeout: Duration) -> Result<(), String> {
+    async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), String> {
         match action {
             UserAction::NewSession { .. } | UserAction::Prompt { .. } => Ok(()),
-            UserAction::Choose { .. } => {
-                // The client answers by its own policy; nothing to click.
-                self.rec.note(json!({"type":"user_choose_skipped","reason":"client has no control plane; it answers by its own policy"}));
-                Ok(())
-            }
-            UserAction::Cancel { session, .. } => {
+            UserAction::Choose {
+                request_id,
+                option_id,
+                offered,
+            } => self.choose(&request_id, &option_id, &offered, timeout).await,
+            UserAction::Cancel {
+                session,
+                pending_request,
+            } => {
+                if let Some(request) = &pending_request {
+                    if self.prompts() {
+                        self.observer.wait_prompting(request, timeout).await?;
+                    }
+                }
                 let session_id = self
                     .session_ids
                     .iter()
                     .find(|(h, _)| *h == session)
                     .map(|(_, id)| id.clone())
                     .unwrap_or_default();
-                self.rec
-                    .note(json!({"type":"user_cancel","sessionId":session_id,"by":"SIGINT"}));
-                nix::sys::signal::kill(Pid::from_raw(self.pid), Signal::SIGINT)
-                    .map_err(|e| format!("could not send SIGINT to the client: {e}"))
+                self.rec.note(json!({
+                    "type": "user_cancel",
+                    "sessionId": session_id,
+                    "by": self.spec.wire.cancel.describe(),
+                }));
+                self.observer.user(UserAct::Cancelled);
+                self.cancel(timeout).await
             }
         }
+    }
+}
+
+impl WireOnlyUser {
+    fn prompts(&self) -> bool {
+        self.spec.wire.policy.as_ref().is_some_and(|p| p.prompts)
+    }
+
+    async fn choose(
+        &mut self,
+        request_id: &Value,
+        option_id: &str,
+        offered: &Value,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        if !self.prompts() {
+            self.rec.note(json!({
+                "type": "user_choose_skipped",
+                "requestId": request_id,
+                "optionId": option_id,
+                "reason": "client has no control plane; it answers by its own policy",
+            }));
+            return Ok(());
+        }
+        let Some(input) = self
+            .spec
+            .wire
+            .choose
+            .iter()
+            .find(|c| c.selected(offered) == Some(option_id))
+            .map(|c| c.input.clone())
+        else {
+            let reachable: Vec<String> = self
+                .spec
+                .wire
+                .choose
+                .iter()
+                .filter_map(|c| {
+                    c.selected(offered)
+                        .map(|o| format!("{:?} → \"{o}\"", c.input.trim()))
+                })
+                .collect();
+            return Err(format!(
+                "no input of {}'s prompt chooses option \"{option_id}\" of request {request_id} (its inputs choose: {})",
+                self.spec.name,
+                if reachable.is_empty() {
+                    "nothing offered".to_owned()
+                } else {
+                    reachable.join(", ")
+                }
+            ));
+        };
+        self.observer.wait_shown(request_id, timeout).await?;
+        self.rec.note(json!({
+            "type": "user_choose",
+            "requestId": request_id,
+            "optionId": option_id,
+            "input": input,
+        }));
+        self.observer.user(UserAct::Chose);
+        self.type_keys(input.as_bytes()).await
+    }
+
+    async fn cancel(&mut self, timeout: Duration) -> Result<(), String> {
+        match self.spec.wire.cancel.clone() {
+            Cancel::None => Err("the client profile has no [cancel] method".into()),
+            Cancel::Signal(name) => {
+                let signal: Signal = name
+                    .parse()
+                    .map_err(|_| format!("unknown signal {name:?} in the client profile"))?;
+                nix::sys::signal::kill(Pid::from_raw(self.pid), signal)
+                    .map_err(|e| format!("could not send {name} to the client: {e}"))
+            }
+            Cancel::Stdin { input, .. } => self.type_keys(input.as_bytes()).await,
+            Cancel::Command(_) => self.run_cancel_command(timeout).await,
+        }
+    }
+
+    /// Writes to the client's terminal, else its stdin.
+    async fn type_keys(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if let Some(terminal) = &self.terminal {
+            return terminal
+                .write_all(bytes)
+                .await
+                .map_err(|e| format!("could not type on the client's terminal: {e}"));
+        }
+        match self.stdin.as_mut() {
+            Some(stdin) => {
+                let write = async {
+                    stdin.write_all(bytes).await?;
+                    stdin.flush().await
+                };
+                write
+                    .await
+                    .map_err(|e| format!("could not write to the client's stdin: {e}"))
+            }
+            None => Err("the client has no stdin to type on".into()),
+        }
+    }
+
+    async fn run_cancel_command(&mut self, timeout: Duration) -> Result<(), String> {
+        let Some((program, args)) = self.cancel_argv.split_first() else {
+            return Err("the [cancel] command is empty".into());
+        };
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
+            .envs(self.env.iter().cloned())
+            .current_dir(&self.cwd)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true);
+        let status = match tokio::time::timeout(timeout, cmd.status()).await {
+            Ok(Ok(status)) => status,
+            Ok(Err(e)) => return Err(format!("could not run the [cancel] command: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "the [cancel] command did not finish within {} ms",
+                    timeout.as_millis()
+                ));
+            }
+        };
+        self.rec.note(json!({
+            "type": "cancel_command_exited",
+            "argv": self.cancel_argv,
+            "status": status.to_string(),
+        }));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client_spec::Policy;
+
+    fn scenario(steps: &str) -> Scenario {
+        let text = format!(
+            "[scenario]\nid = \"t\"\ntitle = \"t\"\nagent = \"a\"\nversion = \"1\"\nprovenance = [\"test\"]\n{steps}"
+        );
+        let profiles = acp_fake_agents::profile::Profiles::new();
+        acp_fake_agents::scenario::parse("a/1/t.toml", &text, &profiles)
+            .expect("test scenario parses")
+    }
+
+    fn spec(cancel: Cancel, prompts: bool) -> ClientSpec {
+        let mut spec = ClientSpec::from_argv(vec!["cli".into(), "{prompt}".into()]).unwrap();
+        spec.wire.cancel = cancel;
+        spec.wire.policy = Some(Policy {
+            name: "p".into(),
+            flags: Vec::new(),
+            prompts,
+            about: String::new(),
+        });
+        spec
+    }
+
+    const PROMPT: &str = "[[step]]\nuser = \"prompt\"\ntext = \"go\"\n";
+    const PERM: &str = "[[step]]\nsend = '{\"jsonrpc\":\"2.0\",\"id\":\"${id}\",\"method\":\"session/request_permission\",\"params\":{\"sessionId\":\"s\",\"toolCall\":{\"toolCallId\":\"c\"},\"options\":[]}}'\nas = \"perm\"\n";
+
+    #[test]
+    fn one_prompt_is_required() {
+        let sigint = || spec(Cancel::Signal("SIGINT".into()), false);
+        assert!(playable(&scenario(PROMPT), &sigint()).is_ok());
+        let two = scenario(&format!("{PROMPT}{PROMPT}"));
+        assert!(playable(&two, &sigint()).unwrap_err().contains("2 `user = \"prompt\"`"));
+        let none = scenario("[[step]]\nexpect = \"initialize\"\n");
+        assert!(playable(&none, &sigint()).unwrap_err().contains("has 0"));
+    }
+
+    #[test]
+    fn cancels_need_a_method_and_a_pending_request_needs_a_prompting_policy() {
+        let cancel = scenario(&format!("{PROMPT}[[step]]\nuser = \"cancel\"\n"));
+        let pending = scenario(&format!(
+            "{PROMPT}{PERM}[[step]]\nuser = \"cancel\"\npending = \"perm\"\n"
+        ));
+        let err = playable(&cancel, &spec(Cancel::None, false)).unwrap_err();
+        assert!(err.contains("no [cancel]"), "{err}");
+        assert!(playable(&cancel, &spec(Cancel::Signal("SIGINT".into()), false)).is_ok());
+        let err = playable(&pending, &spec(Cancel::Signal("SIGINT".into()), false)).unwrap_err();
+        assert!(err.contains("answers every permission request at once"), "{err}");
+        assert!(playable(&pending, &spec(Cancel::Signal("SIGINT".into()), true)).is_ok());
+        let keys = Cancel::Stdin {
+            input: "\u{3}".into(),
+            at_prompt_only: true,
+        };
+        assert!(playable(&pending, &spec(keys.clone(), true)).is_ok());
+        let err = playable(&cancel, &spec(keys, true)).unwrap_err();
+        assert!(err.contains("at its permission prompt only"), "{err}");
     }
 }

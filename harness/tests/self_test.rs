@@ -1,46 +1,129 @@
-//! Self-tests (DESIGN §6): the reference client passes every check on every scenario, and each
-//! field-bug mutant fails exactly the check that its bug breaks — so every check is shown to bite.
+//! Self-tests (DESIGN §6): every check can fail. The reference client passes every check of every
+//! scenario; each field-bug mutant of it (clients/README.md) fails exactly the set of checks its
+//! bug breaks, across the whole scenario corpus; and every check is failed by some mutant — a
+//! check that nothing can fail is a defect.
+//!
+//! The table asserts *which checks* fail per mutant, never how often, so scenarios can be added
+//! without touching it unless a new scenario makes a mutant break a check it did not break before
+//! (then the table, clients/README.md and the mutant's `checks()` are updated together).
+//!
+//! All clients × all cases run as one batch with bounded concurrency, so the test costs about one
+//! corpus run per mutant divided by the number of parallel cases (`cargo test -- --nocapture`
+//! prints the matrix and the time).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::Instant;
 
 use acp_harness::checks::{Grade, all_checks};
 use acp_harness::client_spec::ClientSpec;
-use acp_harness::runner::{CaseResult, RunConfig, run_cases};
+use acp_harness::record::RunEnd;
+use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
 
-fn run_suite(client: &ClientSpec) -> Vec<CaseResult> {
+/// Each mutant (clients/README.md) and the exact set of check ids it fails (`fail` or `warn`)
+/// somewhere in the corpus.
+const MUTANTS: &[(&str, &[&str])] = &[
+    ("always-command", &["subject-kind"]),
+    ("kind-from-request", &["subject-kind"]),
+    ("unoffered-option", &["offered-options"]),
+    ("collapse-by-kind", &["offered-options"]),
+    ("duplicate-labels", &["offered-options"]),
+    ("cancel-as-reject", &["cancel-stop"]),
+    ("cancel-as-failed", &["cancel-stop"]),
+    ("no-cancelled-answer", &["cancel-stop"]),
+    (
+        "overwrite-same-tool-call",
+        &["cancel-stop", "jsonrpc", "offered-options"],
+    ),
+    ("flip-on-approval", &["stable-item-type", "subject-kind"]),
+    (
+        "global-approval-handler",
+        &["offered-options", "session-isolation", "subject-kind"],
+    ),
+    ("relative-cwd", &["session-cwd"]),
+    ("mcp-server-without-env", &["schema"]),
+    ("editor-save-hooks", &["fs"]),
+    ("session-before-initialized", &["initialize"]),
+];
+
+/// Cases in flight at once. Cases mostly wait on pipes and timers, so more than the number of
+/// cores keeps the machine busy without starving anyone.
+fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get()) * 3
+}
+
+/// Every client on every case of the corpus, one batch. Returns results per client name.
+fn run_everything(clients: Vec<(String, ClientSpec)>) -> BTreeMap<String, Vec<CaseResult>> {
     let dir = suite::scenarios_dir(None).expect("scenarios directory");
     let cfg = RunConfig::new(dir.clone()).expect("run config");
     let cases = suite::load_cases(&dir).expect("scenarios parse");
-    tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .unwrap()
-        .block_on(run_cases(cases, client, &cfg, |_| {}))
+        .expect("tokio runtime");
+    runtime.block_on(async {
+        let gate = Arc::new(tokio::sync::Semaphore::new(jobs()));
+        let mut tasks = Vec::new();
+        for (name, client) in &clients {
+            for case in &cases {
+                let (gate, cfg, case, client) =
+                    (gate.clone(), cfg.clone(), case.clone(), client.clone());
+                let name = name.clone();
+                tasks.push(tokio::spawn(async move {
+                    let _permit = gate.acquire_owned().await;
+                    (name, run_case(&case, &client, &cfg).await)
+                }));
+            }
+        }
+        let mut out: BTreeMap<String, Vec<CaseResult>> = BTreeMap::new();
+        for task in tasks {
+            let (name, result) = task.await.expect("a case task panicked");
+            out.entry(name).or_default().push(result);
+        }
+        out
+    })
 }
 
-/// Check ids graded fail or warn anywhere, and every trial that did not run to a verdict.
-fn failed_checks(results: &[CaseResult]) -> (BTreeSet<&'static str>, Vec<String>) {
-    let mut failed = BTreeSet::new();
-    let mut broken = Vec::new();
+/// Check ids graded `fail` or `warn` anywhere.
+fn failed_checks(results: &[CaseResult]) -> BTreeSet<&'static str> {
+    results
+        .iter()
+        .flat_map(|r| &r.trials)
+        .filter(|t| matches!(t.grade, Grade::Fail | Grade::Warn))
+        .map(|t| t.check)
+        .collect()
+}
+
+/// Trials without a verdict that the client's bug does not explain: any `error` or `crash`, and a
+/// `timeout` in a case where no check names what went wrong (or the whole case timed out).
+fn unexplained(results: &[CaseResult], mutant: bool) -> Vec<String> {
+    let mut out = Vec::new();
     for r in results {
+        let named = r
+            .trials
+            .iter()
+            .any(|t| matches!(t.grade, Grade::Fail | Grade::Warn));
         for t in &r.trials {
-            match t.grade {
-                Grade::Fail | Grade::Warn => {
-                    failed.insert(t.check);
+            let explained = match t.grade {
+                Grade::Timeout => {
+                    mutant && named && matches!(r.record.end, RunEnd::Incomplete { .. })
                 }
-                Grade::Error | Grade::Timeout | Grade::Crash => broken.push(format!(
+                Grade::Error | Grade::Crash => false,
+                _ => true,
+            };
+            if !explained {
+                out.push(format!(
                     "{}::{} [{}] {}",
                     r.record.meta.case_id,
                     t.check,
                     t.grade.as_str(),
                     t.message
-                )),
-                Grade::Pass | Grade::NotApplicable => {}
+                ));
             }
         }
     }
-    (failed, broken)
+    out
 }
 
 fn describe(results: &[CaseResult]) -> String {
@@ -64,20 +147,53 @@ fn describe(results: &[CaseResult]) -> String {
         .join("\n\n")
 }
 
+/// The check × mutant matrix, for people (`--nocapture`) and the issue note.
+fn matrix(failed: &BTreeMap<&str, BTreeSet<&'static str>>) -> String {
+    let checks: Vec<&str> = all_checks().iter().map(|c| c.id()).collect();
+    let mut out = format!("{:<28}", "mutant \\ check");
+    for c in &checks {
+        out.push_str(&format!(" {c}"));
+    }
+    out.push('\n');
+    for (mutant, set) in failed {
+        out.push_str(&format!("{mutant:<28}"));
+        for c in &checks {
+            let mark = if set.contains(c) { "X" } else { "." };
+            out.push_str(&format!(" {mark:^w$}", w = c.len()));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[test]
-fn reference_client_passes_every_check_of_every_scenario() {
-    let results = run_suite(&ClientSpec::reference().unwrap());
-    assert!(!results.is_empty());
-    let (failed, broken) = failed_checks(&results);
+fn the_reference_passes_everything_and_each_mutant_fails_exactly_its_checks() {
+    let started = Instant::now();
+    let mut clients = vec![(
+        "reference".to_owned(),
+        ClientSpec::reference().expect("reference client"),
+    )];
+    for (name, _) in MUTANTS {
+        clients.push((
+            name.to_string(),
+            ClientSpec::mutant(name).expect("mutant client"),
+        ));
+    }
+    let results = run_everything(clients);
+    let cases = results["reference"].len();
+
+    // The reference client: nothing but pass and not_applicable, and every check passes somewhere.
+    let reference = &results["reference"];
+    assert!(!reference.is_empty());
+    let bad = unexplained(reference, false);
     assert!(
-        failed.is_empty() && broken.is_empty(),
+        failed_checks(reference).is_empty() && bad.is_empty(),
         "the reference client must pass everything:\n{}",
-        describe(&results)
+        describe(reference)
     );
-    // Every check must have passed somewhere, or the corpus does not exercise it.
     for check in all_checks() {
         assert!(
-            results
+            reference
                 .iter()
                 .flat_map(|r| &r.trials)
                 .any(|t| t.check == check.id() && t.grade == Grade::Pass),
@@ -85,68 +201,74 @@ fn reference_client_passes_every_check_of_every_scenario() {
             check.id()
         );
     }
-}
 
-/// Each mutant reproduces one field bug and must fail exactly its check.
-const MUTANTS: &[(&str, &[&str])] = &[
-    ("always-command", &["subject-kind"]),
-    ("unoffered-option", &["offered-options"]),
-    ("cancel-as-reject", &["cancel-stop"]),
-    ("flip-on-approval", &["stable-item-type"]),
-];
-
-fn assert_mutant(name: &str) {
-    let expected: BTreeSet<&str> = MUTANTS
-        .iter()
-        .find(|(m, _)| *m == name)
-        .map(|(_, checks)| checks.iter().copied().collect())
-        .unwrap();
-    let results = run_suite(&ClientSpec::mutant(name).unwrap());
-    let (failed, broken) = failed_checks(&results);
-    assert!(
-        broken.is_empty(),
-        "mutant {name}: trials without a verdict:\n{}",
-        broken.join("\n")
+    // The mutants: exactly their checks, and no verdict-less trial their bug does not explain.
+    let mut failed: BTreeMap<&str, BTreeSet<&'static str>> = BTreeMap::new();
+    let mut mismatches = Vec::new();
+    for (name, expected) in MUTANTS {
+        let got = failed_checks(&results[*name]);
+        let want: BTreeSet<&str> = expected.iter().copied().collect();
+        if got != want {
+            mismatches.push(format!(
+                "mutant {name} failed {got:?}, expected exactly {want:?}:\n{}",
+                describe(&results[*name])
+            ));
+        }
+        let bad = unexplained(&results[*name], true);
+        if !bad.is_empty() {
+            mismatches.push(format!(
+                "mutant {name}: trials without a verdict its bug explains:\n{}",
+                bad.join("\n")
+            ));
+        }
+        failed.insert(name, got);
+    }
+    eprintln!(
+        "{} mutants × {cases} cases (+ the reference) in {:.1} s, {} at a time\n{}",
+        MUTANTS.len(),
+        started.elapsed().as_secs_f64(),
+        jobs(),
+        matrix(&failed)
     );
-    assert_eq!(
-        failed,
-        expected,
-        "mutant {name} must fail exactly {expected:?}:\n{}",
-        describe(&results)
-    );
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n\n"));
 }
 
 #[test]
-fn mutant_always_command_fails_subject_kind() {
-    assert_mutant("always-command");
-}
-
-#[test]
-fn mutant_unoffered_option_fails_offered_options() {
-    assert_mutant("unoffered-option");
-}
-
-#[test]
-fn mutant_cancel_as_reject_fails_cancel_stop() {
-    assert_mutant("cancel-as-reject");
-}
-
-#[test]
-fn mutant_flip_on_approval_fails_stable_item_type() {
-    assert_mutant("flip-on-approval");
-}
-
-#[test]
-fn every_invariant_check_is_failed_by_some_mutant() {
-    for check in [
-        "subject-kind",
-        "offered-options",
-        "cancel-stop",
-        "stable-item-type",
-    ] {
+fn every_check_is_failed_by_some_mutant() {
+    for check in all_checks() {
         assert!(
-            MUTANTS.iter().any(|(_, checks)| checks.contains(&check)),
-            "no mutant fails {check}"
+            MUTANTS
+                .iter()
+                .any(|(_, checks)| checks.contains(&check.id())),
+            "no mutant fails {}: a check that nothing can fail is a defect",
+            check.id()
         );
     }
+}
+
+#[test]
+fn the_table_matches_the_mutants_the_client_ships() {
+    // `acp-reference-client --help` lists each mutant as `name [check, check] bug`.
+    let spec = ClientSpec::reference().expect("reference client");
+    let out = std::process::Command::new(&spec.argv[0])
+        .arg("--help")
+        .output()
+        .expect("run acp-reference-client --help");
+    let help = String::from_utf8_lossy(&out.stdout);
+    let shipped: BTreeMap<&str, &str> = help
+        .lines()
+        .filter_map(|line| {
+            let (name, rest) = line.trim_start().split_once(' ')?;
+            let checks = rest.trim_start().strip_prefix('[')?.split_once(']')?.0;
+            Some((name, checks))
+        })
+        .collect();
+    for (name, checks) in MUTANTS {
+        assert_eq!(
+            shipped.get(name).copied(),
+            Some(checks.join(", ").as_str()),
+            "mutant {name}: the client's --help and this table disagree\n{help}"
+        );
+    }
+    assert_eq!(shipped.len(), MUTANTS.len(), "{help}");
 }

@@ -139,6 +139,16 @@ impl Approvals {
         self.pending = kept;
         taken
     }
+
+    /// Remove and return the pending approvals of one tool call (only the
+    /// `overwrite-same-tool-call` mutant keys approvals this way).
+    pub fn take_tool_call(&mut self, session_id: &str, tool_call_id: &str) -> Vec<Approval> {
+        let (taken, kept) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|a| a.session_id == session_id && a.tool_call_id == tool_call_id);
+        self.pending = kept;
+        taken
+    }
 }
 
 #[cfg(test)]

@@ -62,6 +62,8 @@ pub struct Client {
     timeline: Timeline,
     approvals: Approvals,
     events: Vec<Event>,
+    /// The ACP session the user prompted last (only `global-approval-handler` reads it).
+    last_prompted: Option<String>,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -91,6 +93,7 @@ impl Client {
             timeline: Timeline::default(),
             approvals: Approvals::default(),
             events: Vec::new(),
+            last_prompted: None,
         }
     }
 
@@ -226,13 +229,33 @@ impl Client {
             AgentState::Ready => self.send_session_new(&handle),
             AgentState::Gone(_) => self.fail_sessions_opening(),
         }
+        // MUTANT session-before-initialized (ACP #23): session/new goes out right behind
+        // initialize instead of waiting for the agent's answer to it.
+        if self.mutant == Some(Mutant::SessionBeforeInitialized) {
+            if let AgentState::Initializing(waiting) = &mut self.agent {
+                for handle in std::mem::take(waiting) {
+                    self.send_session_new(&handle);
+                }
+            }
+        }
     }
 
     fn send_session_new(&mut self, handle: &str) {
         let Some(session) = self.session_by_handle(handle) else {
             return;
         };
-        let (seq, params) = (session.seq, json!({"cwd": session.cwd, "mcpServers": []}));
+        let (seq, mut params) = (session.seq, json!({"cwd": session.cwd, "mcpServers": []}));
+        // MUTANT relative-cwd (openkaiden/kaiden#2635): the client assumes the agent runs in the
+        // project directory and sends `cwd: "."`.
+        if self.mutant == Some(Mutant::RelativeCwd) {
+            params["cwd"] = json!(".");
+        }
+        // MUTANT mcp-server-without-env (can1357/oh-my-pi#7722): an MCP server from a desktop-style
+        // config ({command, args}) is forwarded without the `env` array ACP v1 requires.
+        if self.mutant == Some(Mutant::McpServerWithoutEnv) {
+            params["mcpServers"] = json!([{"name": "filesystem", "command": "npx",
+                "args": ["-y", "@modelcontextprotocol/server-filesystem", session.cwd]}]);
+        }
         if let Some(conn) = &mut self.conn {
             conn.request(
                 "session/new",
@@ -286,6 +309,7 @@ impl Client {
         session.turn += 1;
         session.running = true;
         session.cancelling = false;
+        self.last_prompted = Some(session_id.clone());
         self.events.push(Event::Turn {
             session_id: session_id.clone(),
             state: TurnState::Running,
@@ -342,16 +366,6 @@ impl Client {
             option_id: Some(answer),
             by: By::User,
         });
-        // MUTANT flip-on-approval (bb #1719 timeline): an approved call is shown as a command
-        // while it runs; `Timeline` shows its real type again once the agent reports it done.
-        if self.mutant == Some(Mutant::FlipOnApproval) && option.is_allow() {
-            let view = self.timeline.retype_while_running(
-                &approval.session_id,
-                &approval.tool_call_id,
-                Subject::Command,
-            );
-            self.show_item(view);
-        }
     }
 
     /// The user presses Stop in session `handle`: send `session/cancel`, answer every pending
@@ -368,7 +382,14 @@ impl Client {
             self.reject_pending(&session_id);
             return;
         }
-        let pending = self.approvals.take_session(&session_id);
+        let mut pending = self.approvals.take_session(&session_id);
+        // MUTANT no-cancelled-answer (Toad, Python SDK gemini example): Stop sends session/cancel
+        // but nothing answers the approvals waiting for the user; their cards stay open.
+        if self.mutant == Some(Mutant::NoCancelledAnswer) {
+            for approval in pending.drain(..) {
+                self.approvals.add(approval);
+            }
+        }
         let Some(session) = self.session_by_id_mut(&session_id) else {
             return;
         };
@@ -439,7 +460,11 @@ impl Client {
 
     pub async fn on_agent(&mut self, incoming: Incoming<Purpose>) {
         match incoming {
-            Incoming::Request { id, method, params } => {
+            Incoming::Request {
+                id,
+                method,
+                mut params,
+            } => {
                 let result = match method.as_str() {
                     "session/request_permission" => {
                         // Answered now (an error, or cancelled during a cancel) or on choose/cancel.
@@ -450,7 +475,28 @@ impl Client {
                         }
                     }
                     "fs/read_text_file" => fs::read_text_file(&params).await,
-                    "fs/write_text_file" => fs::write_text_file(&params).await,
+                    "fs/write_text_file" => {
+                        // MUTANT editor-save-hooks (Zed ensure_final_newline_on_save and
+                        // remove_trailing_whitespace_on_save, on by default): the write goes
+                        // through the editor buffer's save hooks, which rewrite the content.
+                        if self.mutant == Some(Mutant::EditorSaveHooks) {
+                            if let Some(text) = params.get("content").and_then(Value::as_str) {
+                                let mut saved: String = text
+                                    .split_inclusive('\n')
+                                    .map(|line| {
+                                        let body = line.strip_suffix('\n').unwrap_or(line);
+                                        let ending = &line[body.len()..];
+                                        format!("{}{ending}", body.trim_end_matches([' ', '\t']))
+                                    })
+                                    .collect();
+                                if !saved.ends_with('\n') {
+                                    saved.push('\n');
+                                }
+                                params["content"] = Value::String(saved);
+                            }
+                        }
+                        fs::write_text_file(&params).await
+                    }
                     // We advertise no terminal and no elicitation; extensions are unknown too.
                     _ => Err(RpcError::method_not_found(&method)),
                 };
@@ -502,7 +548,7 @@ impl Client {
             .get("options")
             .and_then(Value::as_array)
             .ok_or_else(|| RpcError::invalid_params("`options` (array) is required"))?;
-        let (options, skipped) = approvals::parse_options(offered);
+        let (mut options, skipped) = approvals::parse_options(offered);
         for option in skipped {
             log!(
                 "permission {request_id}: cannot show an option without a string optionId: {option}"
@@ -531,10 +577,52 @@ impl Client {
             );
             subject = Subject::Command;
         }
+        // MUTANT kind-from-request (acpx inferToolKind, t3code `toolCall.kind ?? "other"`,
+        // CodeCompanion): the subject comes from the request's own kind only, never merged with
+        // the earlier tool_call; `other` or no kind at all is shown as a generic approval.
+        if self.mutant == Some(Mutant::KindFromRequest) {
+            let mut kind_only = serde_json::Map::new();
+            if let Some(kind) = tool_call.get("kind") {
+                kind_only.insert("kind".into(), kind.clone());
+            }
+            subject = classify(&kind_only);
+        }
+        // MUTANT collapse-by-kind (bb buildAcpApprovalDecisions, t3code selectPermissionOptionId,
+        // CodeCompanion build_kind_map): one button per decision — the first allow_once, the
+        // first allow_always, the first reject_once; every other option has no button.
+        if self.mutant == Some(Mutant::CollapseByKind) {
+            let mut kinds_shown: Vec<String> = Vec::new();
+            options.retain(|o| {
+                let decision = matches!(
+                    o.kind.as_str(),
+                    "allow_once" | "allow_always" | "reject_once"
+                );
+                let first = !kinds_shown.contains(&o.kind);
+                kinds_shown.push(o.kind.clone());
+                decision && first
+            });
+        }
 
-        let labels = approvals::labels(&options);
+        let mut labels = approvals::labels(&options);
+        // MUTANT duplicate-labels (ZERO #915 "two buttons a user cannot tell apart",
+        // CodeCompanion "&2 Allow"): a button says what kind it is, not which option it is.
+        if self.mutant == Some(Mutant::DuplicateLabels) {
+            labels = options
+                .iter()
+                .map(|o| if o.is_allow() { "Allow" } else { "Reject" }.to_owned())
+                .collect();
+        }
+        // MUTANT global-approval-handler (Nano-Collective/nanocoder#1080): the approval handler is
+        // one global slot that the last prompt installed, so the card appears in (and is
+        // cancelled with) the session prompted last, whatever session asked.
+        let mut shown_session = session_id.to_owned();
+        if self.mutant == Some(Mutant::GlobalApprovalHandler) {
+            if let Some(last) = &self.last_prompted {
+                shown_session = last.clone();
+            }
+        }
         self.events.push(Event::Approval {
-            session_id: session_id.to_owned(),
+            session_id: shown_session.clone(),
             request_id: request_id.clone(),
             tool_call_id: tool_call_id.to_owned(),
             subject,
@@ -547,9 +635,17 @@ impl Client {
                 })
                 .collect(),
         });
+        // MUTANT flip-on-approval (bb #1719 timeline): the approval retypes the row to a command
+        // row; `Timeline` shows its real type again once the agent reports it finished.
+        if self.mutant == Some(Mutant::FlipOnApproval) {
+            let view =
+                self.timeline
+                    .retype_while_running(session_id, tool_call_id, Subject::Command);
+            self.show_item(view);
+        }
         let approval = Approval {
             request_id: request_id.clone(),
-            session_id: session_id.to_owned(),
+            session_id: shown_session,
             tool_call_id: tool_call_id.to_owned(),
             options,
         };
@@ -563,6 +659,20 @@ impl Client {
                 by: By::Cancel,
             });
             return Ok(Some(cancelled()));
+        }
+        // MUTANT overwrite-same-tool-call (jupyter-ai-acp-client permission_manager): pending
+        // approvals are keyed by (session, toolCallId); a second request for the same tool call
+        // replaces the first, whose JSON-RPC request is then never answered, even on cancel.
+        if self.mutant == Some(Mutant::OverwriteSameToolCall) {
+            for dropped in self
+                .approvals
+                .take_tool_call(&approval.session_id, &approval.tool_call_id)
+            {
+                log!(
+                    "approval {} replaced by {request_id} (same toolCallId)",
+                    dropped.request_id
+                );
+            }
         }
         self.approvals.add(approval);
         Ok(None)
@@ -685,6 +795,12 @@ impl Client {
                         Some("end_turn" | "max_tokens" | "max_turn_requests") => {
                             (TurnState::Completed, None)
                         }
+                        // MUTANT cancel-as-failed (ZERO #915): the cancellation surfaces as an
+                        // internal error, and the turn is shown as failed.
+                        Some("cancelled") if self.mutant == Some(Mutant::CancelAsFailed) => (
+                            TurnState::Failed,
+                            Some("internal error: the turn was aborted".to_owned()),
+                        ),
                         Some("cancelled") => (TurnState::Cancelled, None),
                         Some("refusal") => (TurnState::Refused, None),
                         _ => (

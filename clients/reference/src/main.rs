@@ -45,12 +45,17 @@ Options:
   -h, --help       print this help
   -V, --version    print the version
 
-Mutants (each must fail the named check):
+Mutants (each must fail exactly the named checks across the scenario corpus):
 ",
         version = env!("CARGO_PKG_VERSION")
     );
     for m in Mutant::ALL {
-        text.push_str(&format!("  {:<18} [{}] {}\n", m.name(), m.check(), m.bug()));
+        text.push_str(&format!(
+            "  {:<26} [{}] {}\n",
+            m.name(),
+            m.checks().join(", "),
+            m.bug()
+        ));
     }
     text
 }

@@ -1,17 +1,28 @@
 //! Field-bug mutants: each reproduces one real client bug so that a harness check can prove it
 //! fails. The reference behaviour is `None` (no `--mutant`).
 //!
-//! Adding a mutant = one variant here (with its name, the bug it reproduces and the check it
+//! Adding a mutant = one variant here (with its name, the bug it reproduces and the checks it
 //! must fail) + one decision point in the module whose behaviour it changes. Every decision point
-//! is a single `if self.mutant == Some(Mutant::…)` with a comment naming the bug, so the
-//! reference logic around it stays readable. Decision points today:
+//! is a single `if self.mutant == Some(Mutant::…)` marked `// MUTANT <name>` with a comment naming
+//! the bug, so the reference logic around it stays readable. Decision points today:
 //!
 //! | mutant | where |
 //! |---|---|
 //! | `always-command` | `client.rs`, `on_permission_request` (approval subject) |
+//! | `kind-from-request` | `client.rs`, `on_permission_request` (approval subject) |
 //! | `unoffered-option` | `client.rs`, `choose` (optionId sent) |
+//! | `collapse-by-kind` | `client.rs`, `on_permission_request` (buttons presented) |
+//! | `duplicate-labels` | `client.rs`, `on_permission_request` (button labels) |
 //! | `cancel-as-reject` | `client.rs`, `cancel` (its behaviour: `reject_pending`) |
-//! | `flip-on-approval` | `client.rs`, `choose` (item retyped while running; `timeline.rs` ends the retype) |
+//! | `cancel-as-failed` | `client.rs`, `on_response` (turn state for `stopReason: cancelled`) |
+//! | `no-cancelled-answer` | `client.rs`, `cancel` (pending approvals left open) |
+//! | `overwrite-same-tool-call` | `client.rs`, `on_permission_request` (pending approvals keyed by toolCallId) |
+//! | `flip-on-approval` | `client.rs`, `on_permission_request` (item retyped; `timeline.rs` ends the retype) |
+//! | `global-approval-handler` | `client.rs`, `on_permission_request` (the session an approval belongs to) |
+//! | `relative-cwd` | `client.rs`, `send_session_new` (`cwd` sent) |
+//! | `mcp-server-without-env` | `client.rs`, `send_session_new` (`mcpServers` sent) |
+//! | `editor-save-hooks` | `client.rs`, `on_agent` (`fs/write_text_file` content) |
+//! | `session-before-initialized` | `client.rs`, `new_session` (when `session/new` is sent) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -20,29 +31,81 @@ use std::str::FromStr;
 pub enum Mutant {
     /// Every approval is a command approval (get-bb/bb#1719 before its fix in bb#1803).
     AlwaysCommand,
+    /// The approval's subject comes from the permission request's own `kind` only (acpx,
+    /// t3code, CodeCompanion).
+    KindFromRequest,
     /// The answer is built against a fixed default option list, not the offered one (ZERO #915).
     UnofferedOption,
+    /// One button per decision (allow once / allow always / reject once): `reject_always` and a
+    /// second option of the same kind cannot be chosen (bb, t3code, CodeCompanion).
+    CollapseByKind,
+    /// Buttons labelled by kind only, so two options can both read "Allow" (ZERO #915,
+    /// CodeCompanion).
+    DuplicateLabels,
     /// Ctrl-C at the approval prompt answers "reject" and never sends `session/cancel` (acpx).
     CancelAsReject,
-    /// Approving retypes the timeline row to a command while it runs (bb #1719, timeline side).
+    /// A turn the agent ends with `stopReason: cancelled` is shown as failed (ZERO #915).
+    CancelAsFailed,
+    /// Stop sends `session/cancel` but never answers the pending approvals (Toad, the Python
+    /// SDK's gemini example).
+    NoCancelledAnswer,
+    /// Pending approvals keyed by (session, toolCallId): a second request for the same tool call
+    /// replaces the first, which is never answered (jupyter-ai-acp-client).
+    OverwriteSameToolCall,
+    /// The timeline row of a tool call becomes a command row when its approval arrives and goes
+    /// back when it completes (get-bb/bb#1719, timeline side).
     FlipOnApproval,
+    /// One global approval handler, installed by the last prompt: approvals of every session are
+    /// shown in (and cancelled with) that session (Nano-Collective/nanocoder#1080).
+    GlobalApprovalHandler,
+    /// `session/new` with `cwd: "."` (openkaiden/kaiden#2635).
+    RelativeCwd,
+    /// `session/new` lists a stdio MCP server without its required `env` (can1357/oh-my-pi#7722).
+    McpServerWithoutEnv,
+    /// `fs/write_text_file` goes through the editor's save hooks, which strip trailing
+    /// whitespace and add a final newline (Zed `ensure_final_newline_on_save`).
+    EditorSaveHooks,
+    /// `session/new` is sent right after `initialize`, before its response (ACP #23).
+    SessionBeforeInitialized,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 4] = [
+    pub const ALL: [Mutant; 15] = [
         Mutant::AlwaysCommand,
+        Mutant::KindFromRequest,
         Mutant::UnofferedOption,
+        Mutant::CollapseByKind,
+        Mutant::DuplicateLabels,
         Mutant::CancelAsReject,
+        Mutant::CancelAsFailed,
+        Mutant::NoCancelledAnswer,
+        Mutant::OverwriteSameToolCall,
         Mutant::FlipOnApproval,
+        Mutant::GlobalApprovalHandler,
+        Mutant::RelativeCwd,
+        Mutant::McpServerWithoutEnv,
+        Mutant::EditorSaveHooks,
+        Mutant::SessionBeforeInitialized,
     ];
 
     /// The `--mutant` name.
     pub fn name(self) -> &'static str {
         match self {
             Mutant::AlwaysCommand => "always-command",
+            Mutant::KindFromRequest => "kind-from-request",
             Mutant::UnofferedOption => "unoffered-option",
+            Mutant::CollapseByKind => "collapse-by-kind",
+            Mutant::DuplicateLabels => "duplicate-labels",
             Mutant::CancelAsReject => "cancel-as-reject",
+            Mutant::CancelAsFailed => "cancel-as-failed",
+            Mutant::NoCancelledAnswer => "no-cancelled-answer",
+            Mutant::OverwriteSameToolCall => "overwrite-same-tool-call",
             Mutant::FlipOnApproval => "flip-on-approval",
+            Mutant::GlobalApprovalHandler => "global-approval-handler",
+            Mutant::RelativeCwd => "relative-cwd",
+            Mutant::McpServerWithoutEnv => "mcp-server-without-env",
+            Mutant::EditorSaveHooks => "editor-save-hooks",
+            Mutant::SessionBeforeInitialized => "session-before-initialized",
         }
     }
 
@@ -53,28 +116,90 @@ impl Mutant {
                 "get-bb/bb#1719 (before #1803): every permission request is shown as a command \
                  approval, whose command is rawInput.command, else the title, else the kind"
             }
+            Mutant::KindFromRequest => {
+                "acpx, t3code, CodeCompanion: the approval's subject comes from the request's own \
+                 toolCall.kind (`other` or absent → generic), never merged with the earlier \
+                 tool_call"
+            }
             Mutant::UnofferedOption => {
                 "ZERO #915: the answer is built from a fixed default list, so it sends optionId \
                  \"allow\" or \"reject\" whatever the agent offered"
+            }
+            Mutant::CollapseByKind => {
+                "bb, t3code, CodeCompanion: one button per decision (first allow_once, first \
+                 allow_always, first reject_once); reject_always and a second option of a kind \
+                 are unreachable"
+            }
+            Mutant::DuplicateLabels => {
+                "ZERO #915, CodeCompanion: buttons are labelled by kind only (\"Allow\" / \
+                 \"Reject\"), so two options look the same"
             }
             Mutant::CancelAsReject => {
                 "acpx Ctrl-C at its y/N prompt: a user cancel answers pending approvals with the \
                  first offered reject option and never sends session/cancel"
             }
+            Mutant::CancelAsFailed => {
+                "ZERO #915: a turn the agent ends with stopReason cancelled is shown as failed \
+                 (\"internal error\")"
+            }
+            Mutant::NoCancelledAnswer => {
+                "Toad, Python SDK gemini example: Stop sends session/cancel but pending approvals \
+                 are never answered cancelled"
+            }
+            Mutant::OverwriteSameToolCall => {
+                "jupyter-ai-acp-client: pending approvals are keyed by (session, toolCallId), so a \
+                 second request for the same tool call replaces the first, which is never \
+                 answered, even on cancel"
+            }
             Mutant::FlipOnApproval => {
-                "get-bb/bb#1719 (timeline): approving a file change turns its row into a command \
-                 row while it runs, and back when it completes"
+                "get-bb/bb#1719 (timeline): when the approval arrives the file-change row becomes \
+                 a command row, and turns back when the agent reports it completed/failed"
+            }
+            Mutant::GlobalApprovalHandler => {
+                "Nano-Collective/nanocoder#1080: one global approval handler, installed by the \
+                 last prompt, so approvals of every session are shown in that session and Stop \
+                 there cancels them all"
+            }
+            Mutant::RelativeCwd => {
+                "openkaiden/kaiden#2635: session/new is sent with cwd \".\" (the agent is assumed \
+                 to run in the project directory)"
+            }
+            Mutant::McpServerWithoutEnv => {
+                "can1357/oh-my-pi#7722: session/new lists a stdio MCP server in the \
+                 {command, args} shape of a desktop config, without the required env array"
+            }
+            Mutant::EditorSaveHooks => {
+                "fs/write_text_file goes through the editor buffer's save hooks (Zed \
+                 ensure_final_newline_on_save / remove_trailing_whitespace_on_save, on by \
+                 default): the file on disk differs from the content the agent sent"
+            }
+            Mutant::SessionBeforeInitialized => {
+                "session/new is sent right behind initialize, before the agent answered it (ACP \
+                 #23: initialization must complete first; cf. openonion/connectonion#958)"
             }
         }
     }
 
-    /// The harness check this mutant must fail.
-    pub fn check(self) -> &'static str {
+    /// The harness checks this mutant must fail across the scenario corpus. The self-test
+    /// (`harness/tests/self_test.rs`) asserts the exact set.
+    pub fn checks(self) -> &'static [&'static str] {
         match self {
-            Mutant::AlwaysCommand => "subject-kind",
-            Mutant::UnofferedOption => "offered-options",
-            Mutant::CancelAsReject => "cancel-stop",
-            Mutant::FlipOnApproval => "stable-item-type",
+            Mutant::AlwaysCommand | Mutant::KindFromRequest => &["subject-kind"],
+            Mutant::UnofferedOption | Mutant::CollapseByKind | Mutant::DuplicateLabels => {
+                &["offered-options"]
+            }
+            Mutant::CancelAsReject | Mutant::CancelAsFailed | Mutant::NoCancelledAnswer => {
+                &["cancel-stop"]
+            }
+            Mutant::OverwriteSameToolCall => &["cancel-stop", "jsonrpc", "offered-options"],
+            Mutant::FlipOnApproval => &["stable-item-type", "subject-kind"],
+            Mutant::GlobalApprovalHandler => {
+                &["offered-options", "session-isolation", "subject-kind"]
+            }
+            Mutant::RelativeCwd => &["session-cwd"],
+            Mutant::McpServerWithoutEnv => &["schema"],
+            Mutant::EditorSaveHooks => &["fs"],
+            Mutant::SessionBeforeInitialized => &["initialize"],
         }
     }
 }
@@ -107,6 +232,7 @@ mod tests {
     fn names_round_trip() {
         for m in Mutant::ALL {
             assert_eq!(m.name().parse::<Mutant>(), Ok(m));
+            assert!(!m.checks().is_empty(), "{m}");
         }
         assert!("nope".parse::<Mutant>().is_err());
     }

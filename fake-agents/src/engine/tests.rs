@@ -747,3 +747,73 @@ async fn readers_keep_recording_after_the_run_until_eof() {
         .collect();
     assert_eq!(methods, [Some("a".to_owned()), Some("late".to_owned())]);
 }
+
+const CANCEL_OR_FINISH: &str = r#"
+[[step]]
+user = "new_session"
+
+[[step]]
+handshake = true
+
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+expect = "session/cancel"
+timeout_ms = 200
+on_timeout = [
+  { send = '{"jsonrpc":"2.0","method":"branch","params":{"b":"no-cancel"}}' },
+  { reply_to = "prompt", result = '{"stopReason":"end_turn"}' },
+]
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"end"}'
+"#;
+
+async fn prompt_started(run: &mut Run) {
+    assert!(matches!(run.action().await, UserAction::NewSession { .. }));
+    run.handshake().await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
+        .await;
+}
+
+#[tokio::test]
+async fn on_timeout_runs_when_the_message_never_comes() {
+    let mut run = start(CANCEL_OR_FINISH, Opts::default());
+    prompt_started(&mut run).await;
+    assert_eq!(run.client.recv().await["params"]["b"], "no-cancel");
+    assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
+    // The scenario ends after the on_timeout steps: the last step (which assumes the cancel
+    // arrived) is not played.
+    let (out, _client, rec) = run.outcome().await;
+    assert_eq!(out.end, EngineEnd::Completed);
+    assert!(
+        !rec.snapshot()
+            .iter()
+            .any(|e| e.direction == Direction::AgentToClient
+                && e.json.as_ref().is_some_and(|j| j["method"] == "end")),
+        "steps after an on_timeout branch must not run"
+    );
+    let branch = notes(&rec, "branch");
+    assert_eq!(branch.len(), 1);
+    let note = branch[0].json.as_ref().unwrap();
+    assert_eq!(note["case"], "on_timeout");
+    assert_eq!(note["step"], "4");
+    assert!(notes(&rec, "step_timeout").is_empty());
+}
+
+#[tokio::test]
+async fn on_timeout_is_skipped_when_the_message_comes() {
+    let mut run = start(CANCEL_OR_FINISH, Opts::default());
+    prompt_started(&mut run).await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"ses_test"}}"#)
+        .await;
+    // The prompt is never answered by the on_timeout steps: the next frame is the last step's.
+    assert_eq!(run.client.recv().await["method"], "end");
+    let (out, _client, rec) = run.outcome().await;
+    assert_eq!(out.end, EngineEnd::Completed);
+    assert!(notes(&rec, "branch").is_empty());
+}

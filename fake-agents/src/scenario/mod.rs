@@ -61,6 +61,9 @@ pub struct ScenarioMeta {
     /// Dotted paths into the client's `clientCapabilities` that must be `true`.
     pub requires: Vec<String>,
     pub description: Option<String>,
+    /// Recordings of the real agent that this scenario's frames must match in shape, as paths
+    /// relative to the recordings folder of the fidelity test (`harness/tests/fidelity/`).
+    pub recording: Vec<String>,
 }
 
 /// One run of a scenario: the scenario itself, or one option of an `each = true` expansion.
@@ -77,7 +80,7 @@ pub struct Case {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// Position in the scenario: `"4"` for the 4th `[[step]]`, `"9.1.2"` for the 2nd `then` step
-    /// of the 1st `on` case of step 9.
+    /// of the 1st `on` case of step 9, `"9.0.1"` for the 1st `on_timeout` step of step 9.
     pub label: String,
     /// The top-level step this one belongs to (1-based); it is the step an incomplete run names.
     pub top: usize,
@@ -124,6 +127,9 @@ pub struct Expect {
     /// `(variable, JSON pointer)` in file order.
     pub capture: Vec<(String, String)>,
     pub reply: Option<Reply>,
+    /// `on_timeout`: steps to run when the message does not come within the step's timeout
+    /// (the agent's own reaction to a client that never sends it); `None` stops the run.
+    pub on_timeout: Option<Vec<Step>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -252,10 +258,17 @@ impl Scenario {
         fn walk<'s>(steps: &'s [Step], out: &mut Vec<&'s Step>) {
             for step in steps {
                 out.push(step);
-                if let StepKind::Await { cases, .. } = &step.kind {
-                    for case in cases {
-                        walk(&case.then, out);
+                match &step.kind {
+                    StepKind::Await { cases, .. } => {
+                        for case in cases {
+                            walk(&case.then, out);
+                        }
                     }
+                    StepKind::Expect(Expect {
+                        on_timeout: Some(steps),
+                        ..
+                    }) => walk(steps, out),
+                    _ => {}
                 }
             }
         }

@@ -96,6 +96,11 @@ pub fn parse(file: &str, text: &str, profiles: &Profiles) -> Result<Scenario, Sc
         requires.push(path.clone());
     }
 
+    let mut recording = Vec::new();
+    for r in meta.recording.iter().flatten() {
+        recording.push(recording_path(&src, r)?);
+    }
+
     let mut ctx = Ctx {
         src: &src,
         profile: profile.as_deref(),
@@ -151,12 +156,34 @@ pub fn parse(file: &str, text: &str, profiles: &Profiles) -> Result<Scenario, Sc
                 .collect(),
             requires,
             description: meta.description.clone(),
+            recording,
         },
         profile,
         vars,
         steps,
         each,
     })
+}
+
+/// A `recording` entry: a relative path with `/` separators, no `.`/`..` segments, naming a
+/// `.json` or `.jsonl` file (the fidelity test resolves it and fails if it is missing).
+fn recording_path(src: &Src<'_>, r: &S) -> Result<String, ScenarioError> {
+    let path = r.get_ref();
+    let segments_ok = !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains('\\')
+        && path
+            .split('/')
+            .all(|seg| !seg.is_empty() && seg != "." && seg != "..");
+    if !segments_ok || !(path.ends_with(".json") || path.ends_with(".jsonl")) {
+        return Err(src.err(
+            r.span().start,
+            format!(
+                "`recording` entries are relative paths of .json/.jsonl recordings below the recordings folder, like \"codex-acp/data/approval-file-change.json\"; got {path:?}"
+            ),
+        ));
+    }
+    Ok(path.clone())
 }
 
 /// What is known at the current point of the file (document order).
@@ -188,6 +215,7 @@ fn allowed_keys(kind: &str) -> &'static [&'static str] {
             "capture",
             "reply",
             "reply_error",
+            "on_timeout",
             "timeout_ms",
         ],
         "reply_to" => &["result", "error", "timeout_ms"],
@@ -426,7 +454,7 @@ impl<'a> Ctx<'a> {
                 }
                 StepKind::Handshake
             }
-            "expect" => self.expect(r)?,
+            "expect" => self.expect(r, &label, top)?,
             "reply_to" => {
                 let alias = r.reply_to.as_ref().expect("present");
                 if !self.client_aliases.contains(alias.get_ref()) {
@@ -514,7 +542,7 @@ impl<'a> Ctx<'a> {
         })
     }
 
-    fn expect(&mut self, r: &RawStep) -> R<StepKind> {
+    fn expect(&mut self, r: &RawStep, label: &str, top: usize) -> R<StepKind> {
         let e = r.expect.as_ref().expect("present");
         let what = match e.get_ref().as_str() {
             "" => {
@@ -587,12 +615,17 @@ impl<'a> Ctx<'a> {
             }
             None => None,
         };
+        let on_timeout = match &r.on_timeout {
+            Some(steps) => Some(self.steps(steps.get_ref(), Some(&format!("{label}.0")), Some(top))?),
+            None => None,
+        };
         Ok(StepKind::Expect(Expect {
             what,
             alias,
             pattern,
             capture,
             reply,
+            on_timeout,
         }))
     }
 

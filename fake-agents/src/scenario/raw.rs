@@ -29,6 +29,7 @@ pub struct RawMeta {
     pub provenance: Spanned<Vec<S>>,
     pub requires: Option<Vec<S>>,
     pub description: Option<String>,
+    pub recording: Option<Vec<S>>,
 }
 
 /// One `[[step]]` (or an inline table in `then`): the union of every step kind's keys. Which keys
@@ -58,6 +59,7 @@ pub struct RawStep {
     pub result: Option<S>,
     pub error: Option<S>,
     pub on: Option<Vec<Spanned<RawOn>>>,
+    pub on_timeout: Option<Spanned<Vec<Spanned<RawStep>>>>,
     pub frame: Option<S>,
     pub at: Option<Spanned<u64>>,
     pub line: Option<S>,
@@ -112,6 +114,7 @@ impl RawStep {
             ("result", at(&self.result)),
             ("error", at(&self.error)),
             ("on", on.or(self.on.as_ref().map(|_| 0))),
+            ("on_timeout", at(&self.on_timeout)),
             ("frame", at(&self.frame)),
             ("at", at(&self.at)),
             ("line", at(&self.line)),

@@ -539,3 +539,51 @@ fn helpers_for_the_harness() {
     assert_eq!(s.first_prompt(), None);
     assert_eq!(s.all_steps().len(), 3);
 }
+
+#[test]
+fn recordings_are_relative_json_paths() {
+    let with = |list: &str| format!("{HEAD}recording = {list}\n[[step]]\ndelay_ms = 1\n");
+    let s = parse(
+        "t.toml",
+        &with(r#"["codex-acp/data/a.json", "claude-agent-acp/plain/b.jsonl"]"#),
+        &profiles(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        s.meta.recording,
+        ["codex-acp/data/a.json", "claude-agent-acp/plain/b.jsonl"]
+    );
+    assert!(ok("[[step]]\ndelay_ms = 1\n").meta.recording.is_empty());
+    for bad in ["/abs/a.json", "a/../b.json", "a/b.txt", "", "a//b.json"] {
+        let text = with(&format!("[{bad:?}]"));
+        let e = parse("t.toml", &text, &profiles()).unwrap_err();
+        assert_eq!(e.line, 8, "{bad}: {e}");
+        assert!(e.message.contains("`recording` entries"), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn on_timeout_takes_nested_steps_on_expect_only() {
+    let s = ok(r#"
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+expect = "session/cancel"
+timeout_ms = 100
+on_timeout = [ { reply_to = "prompt", result = '{"stopReason":"end_turn"}' } ]
+"#);
+    let StepKind::Expect(e) = &s.steps[1].kind else {
+        panic!("expect step")
+    };
+    let steps = e.on_timeout.as_ref().expect("on_timeout steps");
+    assert_eq!(steps[0].label, "2.0.1");
+    assert_eq!(s.all_steps().len(), 3);
+    err_at(
+        "[[step]]\ndelay_ms = 1\non_timeout = []\n",
+        "[]",
+        0,
+        "does not belong in a `delay_ms` step",
+    );
+}

@@ -24,8 +24,9 @@
 //!   cancelled turn, or the client dying before the cancelled turn ended, is `fail`.
 //! * #42 (marking tool calls cancelled) is client display state with no fixed vocabulary in the
 //!   control protocol (item `status` is free text), so it is not graded.
-//! * The turn state needs the control plane; without it that part is skipped and the pass message
-//!   says so. A reported end other than `cancelled` is `fail`. The runner waits for every turn's
+//! * The turn state needs the control plane (or a client profile's observer that reports `turn`
+//!   events, e.g. from the client's exit status); without it that part is skipped and the pass
+//!   message says so. A reported end other than `cancelled` is `fail`. The runner waits for every turn's
 //!   end before it shuts a completed case down, so a completed case whose cancelled turn was never
 //!   reported as ended fails too; on an unfinished run that absence is only noted.
 
@@ -302,7 +303,7 @@ fn check_cancel(
     if stop_reason != Some("cancelled") {
         return None;
     }
-    if !case.control_plane {
+    if !super::reports(case, model, "turn") {
         return Some(NO_CONTROL_PLANE);
     }
     let next_wire_prompt = model

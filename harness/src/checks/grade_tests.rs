@@ -37,7 +37,9 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "jsonrpc",
             "schema",
             "session-cwd",
-            "fs"
+            "fs",
+            "initialize",
+            "session-isolation"
         ]
     );
     for check in all_checks() {
@@ -61,6 +63,8 @@ fn completed_run_grades_each_check() {
             ("schema", Grade::Pass),
             ("session-cwd", Grade::Pass),
             ("fs", Grade::NotApplicable),
+            ("initialize", Grade::Pass),
+            ("session-isolation", Grade::NotApplicable),
         ]
     );
     assert_eq!(

@@ -11,7 +11,8 @@
 //! by its end). A frame the harness duplicated on purpose (note `{"type":"fault","kind":
 //! "duplicate"}`) may be answered once or twice. An error response with id `null` after the
 //! agent wrote garbage on that connection is the JSON-RPC answer to garbage (-32700), not a
-//! response to an unknown id.
+//! response to an unknown id. A line over the harness's frame limit (note `frame_too_long`, 16 MiB
+//! by default) was discarded unread and fails like any other line that is not a message.
 
 use std::collections::HashMap;
 
@@ -47,6 +48,23 @@ impl Check for JsonRpc {
                     &[msg.index],
                 );
             }
+        }
+        // 1b. A line longer than the frame limit was discarded unread: it cannot have been a
+        // message the agent could use (#2, #4).
+        for &(index, note) in &model.notes {
+            if note.get("type").and_then(serde_json::Value::as_str) != Some("frame_too_long") {
+                continue;
+            }
+            let number = |key: &str| note.get(key).and_then(serde_json::Value::as_u64);
+            problems.fail(
+                format!(
+                    "the client wrote a line of {} bytes to the agent (connection {}), over the frame limit of {} bytes; the harness discarded it unread (#4).",
+                    number("bytes").map_or("?".to_owned(), |n| n.to_string()),
+                    number("conn").map_or("?".to_owned(), |n| n.to_string()),
+                    number("max").map_or("?".to_owned(), |n| n.to_string()),
+                ),
+                &[index],
+            );
         }
         // 2. Every agent request answered exactly once (#7).
         let mut duplicated: HashMap<(u32, String), (usize, Vec<usize>)> = HashMap::new();
@@ -199,6 +217,19 @@ mod tests {
         let c = base();
         c.c2a_raw(&[b'{', 0xff, b'}']);
         assert_grade(&c.grade(&JsonRpc), Grade::Fail, "not valid UTF-8");
+    }
+
+    #[test]
+    fn a_line_over_the_frame_limit_fails() {
+        let c = base();
+        let note = c.note(json!({"type":"frame_too_long","conn":1,"bytes":52428800,"max":16777216}));
+        let f = c.grade(&JsonRpc);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "a line of 52428800 bytes to the agent (connection 1), over the frame limit of 16777216 bytes",
+        );
+        assert_eq!(f.frames, [note]);
     }
 
     #[test]

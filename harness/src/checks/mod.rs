@@ -9,19 +9,23 @@
 
 mod cancel_stop;
 mod fs;
+mod initialize;
 mod jsonrpc;
 mod offered_options;
 mod schema;
 mod session_cwd;
+mod session_isolation;
 mod stable_item_type;
 mod subject_kind;
 
 pub use cancel_stop::CancelStop;
 pub use fs::Fs;
+pub use initialize::Initialize;
 pub use jsonrpc::JsonRpc;
 pub use offered_options::OfferedOptions;
 pub use schema::Schema;
 pub use session_cwd::SessionCwd;
+pub use session_isolation::SessionIsolation;
 pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
 
@@ -46,6 +50,11 @@ pub enum Grade {
     Error,
     Timeout,
     Crash,
+    /// A failure the baseline lists (baseline.rs): shown with the entry's reason, does not fail
+    /// the run.
+    Expected,
+    /// A baseline entry whose failure did not happen: fails the run until the entry is removed.
+    Stale,
 }
 
 impl Grade {
@@ -58,6 +67,8 @@ impl Grade {
             Grade::Error => "error",
             Grade::Timeout => "timeout",
             Grade::Crash => "crash",
+            Grade::Expected => "expected",
+            Grade::Stale => "stale",
         }
     }
 }
@@ -107,6 +118,12 @@ pub trait Check: Send + Sync {
     fn needs_control_plane(&self) -> bool {
         false
     }
+    /// Control events (CONTROL.md `type`s) that are enough to grade this check when a client
+    /// without an adapter has a profile observer reporting them (DESIGN §1, wire-only clients).
+    /// Empty: only an adapter will do.
+    fn observable_with(&self) -> &'static [&'static str] {
+        &[]
+    }
     /// Grades one case. Builds the shared [`WireModel`]; [`grade_case`] builds it once for all
     /// checks and calls [`Check::evaluate_with`] directly.
     fn evaluate(&self, case: &CaseRecord) -> Finding {
@@ -128,6 +145,8 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(Schema),
         Box::new(SessionCwd),
         Box::new(Fs),
+        Box::new(Initialize),
+        Box::new(SessionIsolation),
     ]
 }
 
@@ -171,8 +190,11 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
                     format!("harness error (not the client's fault): {reason}"),
                     Vec::new(),
                 ),
-                _ if check.needs_control_plane() && !record.control_plane => {
-                    Finding::not_applicable("client has no control-plane adapter")
+                _ if check.needs_control_plane()
+                    && !record.control_plane
+                    && !observed(check.as_ref(), &model) =>
+                {
+                    Finding::not_applicable(without_adapter(check.as_ref(), &model))
                 }
                 end => {
                     let finding = check.evaluate_with(record, &model);
@@ -220,6 +242,33 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
             }
         })
         .collect()
+}
+
+/// True if the client's profile observer reports every event the check can be graded from.
+fn observed(check: &dyn Check, model: &WireModel<'_>) -> bool {
+    let events = check.observable_with();
+    !events.is_empty() && events.iter().all(|e| model.observer_reports(e))
+}
+
+/// Why a control-plane check does not apply to a client without an adapter.
+fn without_adapter(check: &dyn Check, model: &WireModel<'_>) -> String {
+    let has_observer = model
+        .notes
+        .iter()
+        .any(|(_, n)| n.get("type").and_then(|t| t.as_str()) == Some("observer"));
+    match check.observable_with() {
+        events if has_observer && !events.is_empty() => format!(
+            "client has no control-plane adapter, and its profile's observer does not report {}",
+            quoted_list(events.iter().copied())
+        ),
+        _ => "client has no control-plane adapter".to_owned(),
+    }
+}
+
+/// True if the client's own model reports control events of this `type`: through its adapter,
+/// or through its profile's observer.
+pub(crate) fn reports(case: &CaseRecord, model: &WireModel<'_>, event: &str) -> bool {
+    case.control_plane || model.observer_reports(event)
 }
 
 fn crash_message(

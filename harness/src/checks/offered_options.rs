@@ -10,6 +10,10 @@
 //! adapter `error` for that command, is `fail`) — including a second option of the same kind,
 //! `reject_always`, and qwen's option id `cancel` (an option, not the cancelled outcome).
 //!
+//! Without an adapter, a card a client profile's observer saw *with* its buttons (an `approval`
+//! event in direction `o2h` that has `options`, e.g. acpx's `y/N` prompt) is held to the same
+//! "presents exactly the offered set" rule.
+//!
 //! A request the harness duplicated on purpose (fault `duplicate`) may be answered once or twice.
 
 use std::collections::{BTreeMap, HashMap};
@@ -60,10 +64,18 @@ impl Check for OfferedOptions {
         }
         for request in &model.permissions {
             check_answers(case, model, request, &duplicates, &mut problems);
-            if case.control_plane {
-                for &approval in &request.approvals {
+            for &approval in &request.approvals {
+                // An observer's card counts only when it saw the buttons too.
+                let presents = case.control_plane
+                    || model
+                        .entry(approval)
+                        .and_then(|e| e.json.as_ref())
+                        .is_some_and(|j| j.get("options").is_some());
+                if presents {
                     check_presented(model, request, approval, &mut problems);
                 }
+            }
+            if case.control_plane {
                 for &choose in &request.chooses {
                     check_choose(case, model, request, choose, &errors, &mut problems);
                 }

@@ -35,6 +35,10 @@ impl Check for StableItemType {
         true
     }
 
+    fn observable_with(&self) -> &'static [&'static str] {
+        &["item"]
+    }
+
     fn evaluate_with(&self, _case: &CaseRecord, model: &WireModel<'_>) -> Finding {
         let mut problems = Problems::new();
         let mut any = false;

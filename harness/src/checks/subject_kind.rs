@@ -16,9 +16,15 @@
 //! * the card must show the client's latest item type for that tool call at the time of the card
 //!   (if the client showed an item), else `fail`; a card about another `toolCallId` is `fail`;
 //! * a request that never got a card and was not resolved by policy (or by a cancel) is `fail`
-//!   when the run completed or the client answered it anyway.
+//!   when the run completed or the client answered it anyway;
+//! * if no card was shown at all (every request answered by the client's policy), nothing was
+//!   compared and the check is `not_applicable`.
+//!
+//! Without an adapter, the cards may come from the client profile's observer (`approval` events
+//! in direction `o2h`, e.g. acpx's `_meta.acpx.permissionEscalation.toolKind`); they are graded
+//! the same way.
 
-use super::{Check, Finding, Problems};
+use super::{Check, Finding, Grade, Problems};
 use crate::record::{CaseRecord, RunEnd};
 use crate::wire_model::{Control, EffectiveToolCall, PermissionRequest, Subject, WireModel};
 
@@ -41,11 +47,16 @@ impl Check for SubjectKind {
         true
     }
 
+    fn observable_with(&self) -> &'static [&'static str] {
+        &["approval"]
+    }
+
     fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
         if model.permissions.is_empty() {
             return Finding::not_applicable("scenario sends no permission request");
         }
         let mut problems = Problems::new();
+        let mut shown = 0;
         for request in &model.permissions {
             if matches!(request.fault, Some("invalid" | "raw")) {
                 continue;
@@ -54,12 +65,20 @@ impl Check for SubjectKind {
                 check_unshown(case, model, request, &mut problems);
                 continue;
             }
+            shown += 1;
             let effective = model.effective_for_request(request);
             for &approval in &request.approvals {
                 check_approval(model, request, &effective, approval, &mut problems);
             }
         }
-        problems.finish("")
+        let finding = problems.finish("");
+        if shown == 0 && finding.grade == Grade::Pass {
+            // Nothing was compared: passing would claim more than the run showed.
+            return Finding::not_applicable(
+                "no approval card was shown: the client answered every permission request by its own policy",
+            );
+        }
+        finding
     }
 }
 
@@ -337,7 +356,12 @@ mod tests {
             "never shown as an approval card yet answered it",
         );
         c.ev(json!({"type":"approval_resolved","sessionId":"ses_1","requestId":0,"outcome":"selected","optionId":"once","by":"policy"}));
-        assert_eq!(c.grade(&SubjectKind).grade, Grade::Pass);
+        // Nothing was shown, so nothing was compared.
+        assert_grade(
+            &c.grade(&SubjectKind),
+            Grade::NotApplicable,
+            "no approval card was shown",
+        );
     }
 
     #[test]
@@ -353,7 +377,7 @@ mod tests {
             step: 3,
             reason: "no approval".into(),
         };
-        assert_eq!(c.grade(&SubjectKind).grade, Grade::Pass);
+        assert_eq!(c.grade(&SubjectKind).grade, Grade::NotApplicable);
         c.end = RunEnd::Completed;
         assert_eq!(c.grade(&SubjectKind).grade, Grade::Fail);
     }

@@ -1,0 +1,481 @@
+//! A minimal working client with its control-plane adapter (harness/CONTROL.md), plus the one
+//! deviation the `Mode` asks for. It is deliberately small: blocking I/O, one thread per input,
+//! every input funnelled into one channel, one event loop.
+//!
+//! What it does when behaving: opens a session through `initialize` + `session/new`, sends
+//! prompts, shows each permission request as a `command` approval with one button per option,
+//! answers the option the harness chooses, and reports the turn's end. Every other agent request
+//! gets `-32601`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Sender};
+
+use serde_json::{Value, json};
+
+use crate::Mode;
+use crate::early::hello;
+
+enum Input {
+    Control(String),
+    ControlEof,
+    Agent(String),
+    AgentEof,
+}
+
+/// What one of our requests to the agent was for.
+enum Purpose {
+    Initialize,
+    NewSession { handle: String },
+    Prompt { session_id: String },
+}
+
+struct Agent {
+    child: Child,
+    stdin: ChildStdin,
+}
+
+struct Mini {
+    mode: Mode,
+    tx: Sender<Input>,
+    agent: Option<Agent>,
+    /// Set once the agent's stdout must no longer be read (`stop-reading-agent`).
+    agent_paused: Arc<AtomicBool>,
+    initialized: bool,
+    /// Sessions waiting for `initialize`: (handle, cwd).
+    waiting: Vec<(String, String)>,
+    next_id: u64,
+    pending: HashMap<u64, Purpose>,
+    /// handle → ACP session id.
+    sessions: Vec<(String, String)>,
+    /// Open permission requests: (request id, session id).
+    approvals: Vec<(Value, String)>,
+}
+
+fn emit(event: Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{event}").and_then(|()| out.flush());
+}
+
+fn log(message: &str) {
+    eprintln!("[acp-chaos-client] {message}");
+}
+
+pub fn run(mode: Mode) -> ExitCode {
+    emit(serde_json::from_str(&hello(1)).unwrap_or(Value::Null));
+    let (tx, rx) = mpsc::channel();
+    spawn_control_reader(tx.clone(), mode == Mode::StopReadingStdin);
+    let mut mini = Mini {
+        mode,
+        tx,
+        agent: None,
+        agent_paused: Arc::new(AtomicBool::new(false)),
+        initialized: false,
+        waiting: Vec::new(),
+        next_id: 0,
+        pending: HashMap::new(),
+        sessions: Vec::new(),
+        approvals: Vec::new(),
+    };
+    while let Ok(input) = rx.recv() {
+        let go_on = match input {
+            Input::Control(line) => mini.on_control(&line),
+            Input::ControlEof => false,
+            Input::Agent(line) => {
+                mini.on_agent(&line);
+                true
+            }
+            Input::AgentEof => {
+                log("the agent closed its stdout");
+                true
+            }
+        };
+        if !go_on {
+            break;
+        }
+    }
+    if let Some(mut agent) = mini.agent.take() {
+        drop(agent.stdin);
+        let _ = agent.child.kill();
+        let _ = agent.child.wait();
+    }
+    ExitCode::SUCCESS
+}
+
+/// Control commands from stdin. With `first_only`, one line is read and then stdin is never
+/// read again (the thread keeps the handle and parks).
+fn spawn_control_reader(tx: Sender<Input>, first_only: bool) {
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut lines = stdin.lock().lines();
+        loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if tx.send(Input::Control(line)).is_err() {
+                        return;
+                    }
+                    if first_only {
+                        log("not reading stdin any more");
+                        loop {
+                            std::thread::park();
+                        }
+                    }
+                }
+                _ => {
+                    let _ = tx.send(Input::ControlEof);
+                    return;
+                }
+            }
+        }
+    });
+}
+
+impl Mini {
+    fn session_id(&self, handle: &str) -> Option<String> {
+        self.sessions
+            .iter()
+            .find(|(h, _)| h == handle)
+            .map(|(_, id)| id.clone())
+    }
+
+    fn error(&self, seq: Option<u64>, message: &str) {
+        let mut event = json!({"type": "error", "message": message});
+        if let Some(seq) = seq {
+            event["seq"] = json!(seq);
+        }
+        emit(event);
+    }
+
+    /// One control command; false to shut down.
+    fn on_control(&mut self, line: &str) -> bool {
+        let Ok(command) = serde_json::from_str::<Value>(line) else {
+            self.error(None, "a command line is not JSON");
+            return true;
+        };
+        let seq = command.get("seq").and_then(Value::as_u64);
+        let text = |key: &str| {
+            command
+                .get(key)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match text("type").as_str() {
+            "new_session" => self.new_session(seq, text("session"), text("cwd")),
+            "prompt" => match self.session_id(&text("session")) {
+                Some(session_id) => self.prompt(session_id, text("text")),
+                None => self.error(seq, "no such session"),
+            },
+            "choose" => {
+                let request_id = command.get("requestId").cloned().unwrap_or(Value::Null);
+                self.choose(seq, request_id, &text("optionId"));
+            }
+            "cancel" => {
+                if let Some(session_id) = self.session_id(&text("session")) {
+                    self.cancel(&session_id);
+                }
+            }
+            "shutdown" => return false,
+            _ => self.error(seq, "unknown command"),
+        }
+        true
+    }
+
+    fn new_session(&mut self, seq: Option<u64>, handle: String, cwd: String) {
+        if self.agent.is_none() {
+            if let Err(message) = self.spawn_agent() {
+                self.error(seq, &message);
+                return;
+            }
+            self.request(
+                "initialize",
+                json!({"protocolVersion": 1,
+                       "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false},
+                                              "terminal": false},
+                       "clientInfo": {"name": "acp-chaos-client", "version": env!("CARGO_PKG_VERSION")}}),
+                Purpose::Initialize,
+            );
+        }
+        if self.initialized {
+            self.request(
+                "session/new",
+                json!({"cwd": cwd, "mcpServers": []}),
+                Purpose::NewSession { handle },
+            );
+        } else {
+            self.waiting.push((handle, cwd));
+        }
+    }
+
+    fn spawn_agent(&mut self) -> Result<(), String> {
+        let raw = std::env::var("ACP_HARNESS_AGENT")
+            .map_err(|_| "ACP_HARNESS_AGENT is not set".to_owned())?;
+        let argv: Vec<String> = serde_json::from_str(&raw)
+            .map_err(|e| format!("ACP_HARNESS_AGENT is not a JSON array of strings: {e}"))?;
+        let (program, args) = argv.split_first().ok_or("ACP_HARNESS_AGENT is empty")?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start the agent: {e}"))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err("the agent's stdio is not piped".into());
+        };
+        let tx = self.tx.clone();
+        let paused = Arc::clone(&self.agent_paused);
+        std::thread::spawn(move || {
+            // Chunk by chunk (not line by line), so that a pause takes effect within one chunk
+            // even in the middle of a long line.
+            let mut reader = BufReader::new(stdout);
+            let mut line = Vec::new();
+            loop {
+                if paused.load(Ordering::SeqCst) {
+                    // Keep the pipe open and never read again: the agent's writes back up.
+                    log("not reading the agent any more");
+                    let _keep = reader;
+                    loop {
+                        std::thread::park();
+                    }
+                }
+                let chunk = match reader.fill_buf() {
+                    Ok([]) | Err(_) => {
+                        let _ = tx.send(Input::AgentEof);
+                        return;
+                    }
+                    Ok(chunk) => chunk,
+                };
+                let (part, used, done) = match chunk.iter().position(|&b| b == b'\n') {
+                    Some(i) => (&chunk[..i], i + 1, true),
+                    None => (chunk, chunk.len(), false),
+                };
+                line.extend_from_slice(part);
+                reader.consume(used);
+                if done {
+                    let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                    line.clear();
+                    if tx.send(Input::Agent(text)).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        self.agent = Some(Agent { child, stdin });
+        Ok(())
+    }
+
+    /// Writes raw bytes to the agent (a write error means it is gone: logged, not fatal).
+    fn write(&mut self, bytes: &[u8]) {
+        if let Some(agent) = &mut self.agent {
+            if let Err(e) = agent.stdin.write_all(bytes).and_then(|()| agent.stdin.flush()) {
+                log(&format!("cannot write to the agent: {e}"));
+            }
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.write(line.as_bytes());
+    }
+
+    fn request(&mut self, method: &str, params: Value, purpose: Purpose) {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.pending.insert(id, purpose);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+    }
+
+    fn prompt(&mut self, session_id: String, text: String) {
+        emit(json!({"type": "turn", "sessionId": session_id, "state": "running"}));
+        self.request(
+            "session/prompt",
+            json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
+            Purpose::Prompt { session_id },
+        );
+        if self.mode == Mode::StopReadingAgent {
+            self.agent_paused.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn choose(&mut self, seq: Option<u64>, request_id: Value, option_id: &str) {
+        let Some(pos) = self.approvals.iter().position(|(id, _)| *id == request_id) else {
+            self.error(seq, "no pending approval with that requestId");
+            return;
+        };
+        let (request_id, session_id) = self.approvals.remove(pos);
+        let answer = json!({"jsonrpc": "2.0", "id": request_id,
+                            "result": {"outcome": {"outcome": "selected", "optionId": option_id}}});
+        if self.mode == Mode::BadIds {
+            // An id the agent never used, then the right answer twice.
+            let mut stray = answer.clone();
+            stray["id"] = json!("chaos-no-such-request");
+            self.send(&stray);
+            self.send(&answer);
+        }
+        self.send(&answer);
+        emit(json!({"type": "approval_resolved", "sessionId": session_id, "requestId": request_id,
+                    "outcome": "selected", "optionId": option_id, "by": "user"}));
+    }
+
+    fn cancel(&mut self, session_id: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "method": "session/cancel",
+                          "params": {"sessionId": session_id}}));
+        let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.approvals)
+            .into_iter()
+            .partition(|(_, sid)| sid == session_id);
+        self.approvals = others;
+        for (request_id, sid) in mine {
+            self.send(&json!({"jsonrpc": "2.0", "id": request_id,
+                              "result": {"outcome": {"outcome": "cancelled"}}}));
+            emit(json!({"type": "approval_resolved", "sessionId": sid, "requestId": request_id,
+                        "outcome": "cancelled", "by": "cancel"}));
+        }
+    }
+
+    fn on_agent(&mut self, line: &str) {
+        let Ok(Value::Object(frame)) = serde_json::from_str::<Value>(line) else {
+            log("ignoring a line from the agent that is not a JSON object");
+            return;
+        };
+        let method = frame.get("method").and_then(Value::as_str);
+        let id = frame.get("id").cloned();
+        match (method, id) {
+            (Some(method), Some(id)) => self.on_request(method, id, frame.get("params")),
+            (Some(_), None) => {} // notifications: nothing in this client's model
+            (None, Some(id)) => {
+                let purpose = id.as_u64().and_then(|n| self.pending.remove(&n));
+                if let Some(purpose) = purpose {
+                    self.on_response(purpose, frame.get("result"));
+                }
+            }
+            (None, None) => {}
+        }
+    }
+
+    fn on_request(&mut self, method: &str, id: Value, params: Option<&Value>) {
+        if method != "session/request_permission" {
+            self.send(&json!({"jsonrpc": "2.0", "id": id,
+                              "error": {"code": -32601, "message": "Method not found"}}));
+            return;
+        }
+        match self.mode {
+            Mode::AbortMidTurn => {
+                log("aborting in the middle of the turn");
+                std::process::abort();
+            }
+            Mode::SegvMidTurn => {
+                log("dying of SIGSEGV in the middle of the turn");
+                segfault();
+            }
+            Mode::NeverAnswer => {
+                log("ignoring the permission request");
+                return;
+            }
+            _ => {}
+        }
+        let params = params.cloned().unwrap_or(Value::Null);
+        let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
+        let buttons: Vec<Value> = params["options"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| {
+                let option_id = o.get("optionId")?.as_str()?;
+                let label = o.get("name").and_then(Value::as_str).unwrap_or(option_id);
+                Some(json!({"optionId": option_id, "label": label}))
+            })
+            .collect();
+        emit(json!({"type": "approval", "sessionId": session_id, "requestId": id,
+                    "toolCallId": params["toolCall"]["toolCallId"], "subject": "command",
+                    "options": buttons}));
+        self.approvals.push((id, session_id));
+    }
+
+    fn on_response(&mut self, purpose: Purpose, result: Option<&Value>) {
+        match purpose {
+            Purpose::Initialize => {
+                self.initialized = true;
+                self.misbehave_after_initialize();
+                for (handle, cwd) in std::mem::take(&mut self.waiting) {
+                    self.request(
+                        "session/new",
+                        json!({"cwd": cwd, "mcpServers": []}),
+                        Purpose::NewSession { handle },
+                    );
+                }
+            }
+            Purpose::NewSession { handle } => {
+                let Some(session_id) = result
+                    .and_then(|r| r.get("sessionId"))
+                    .and_then(Value::as_str)
+                else {
+                    self.error(None, "session/new failed");
+                    return;
+                };
+                self.sessions.push((handle.clone(), session_id.to_owned()));
+                emit(json!({"type": "session_opened", "session": handle, "sessionId": session_id}));
+            }
+            Purpose::Prompt { session_id } => {
+                let stop = result
+                    .and_then(|r| r.get("stopReason"))
+                    .and_then(Value::as_str);
+                let state = match stop {
+                    Some("cancelled") => "cancelled",
+                    Some("refusal") => "refused",
+                    Some(_) => "completed",
+                    None => "failed",
+                };
+                emit(json!({"type": "turn", "sessionId": session_id, "state": state}));
+            }
+        }
+    }
+
+    /// The wire-level misbehaviours, done once the connection is up.
+    fn misbehave_after_initialize(&mut self) {
+        match self.mode {
+            Mode::Garbage => {
+                log("writing garbage to the agent");
+                self.write(b"Loading config...\n\x1b[32mready\x1b[0m\n");
+            }
+            Mode::GiantLine => {
+                log("writing one 50 MB line to the agent");
+                let chunk = vec![b'x'; 1 << 20];
+                for _ in 0..50 {
+                    self.write(&chunk);
+                }
+                self.write(b"\n");
+            }
+            Mode::Flood => {
+                log("flooding the agent with 100000 notifications");
+                if let Some(agent) = &mut self.agent {
+                    let mut out = BufWriter::new(&mut agent.stdin);
+                    for n in 0..100_000u32 {
+                        let line = json!({"jsonrpc": "2.0", "method": "chaos/flood", "params": {"n": n}});
+                        if writeln!(out, "{line}").is_err() {
+                            break;
+                        }
+                    }
+                    let _ = out.flush();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Dies of SIGSEGV. The Rust runtime installs its own SIGSEGV handler (stack-overflow
+/// detection), so the default action is restored first.
+fn segfault() -> ! {
+    use nix::sys::signal::{SigHandler, Signal, raise, signal};
+    // SAFETY: restoring the default disposition; no handler code runs.
+    unsafe {
+        let _ = signal(Signal::SIGSEGV, SigHandler::SigDfl);
+    }
+    let _ = raise(Signal::SIGSEGV);
+    std::process::abort()
+}

@@ -1,0 +1,538 @@
+//! The expected-failures baseline (DESIGN §7): lets a client land with known bugs, and fails the
+//! run as soon as one of them is fixed, so the list never rots.
+//!
+//! A baseline is a TOML file of entries keyed by what they cover (format: clients/README.md,
+//! "Baselines"):
+//!
+//! ```toml
+//! [expected."subject-kind"]                                          # every trial of a check
+//! reason = "takes the kind from the permission request alone"
+//! issue = "https://github.com/owner/client/issues/12"                # optional
+//!
+//! [expected."opencode@1.18/external-directory-write::subject-kind"]  # one trial
+//! reason = "…"
+//! message = "approval #11 for request #9"                            # optional message prefix
+//! ```
+//!
+//! An id is a check id, a trial name `<case>::<check>`, or `<agent>@<version>/<scenario>::<check>`
+//! for every option run of an `each` scenario. For each trial the most specific entry applies:
+//!
+//! * a failing trial (`fail`, `warn`, `timeout`, `crash`) whose message starts with the entry's
+//!   `message` (if it has one; transcript indices like `#12` are not compared) becomes
+//!   [`Grade::Expected`]; its message starts with
+//!   `expected <grade> (baseline "<id>": <reason>[; <issue>])` and keeps the failure below. A
+//!   failure with another message stays failing, and says which entry it did not match;
+//! * `error` stays `error` (a harness bug is never a client's known bug);
+//! * a passing trial named by a one-trial entry becomes [`Grade::Stale`]; for an entry that
+//!   covers several trials, its passing trials become `stale` only if none of them failed.
+//!
+//! An entry whose id names no check, scenario or trial makes the whole baseline invalid.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::checks::{Grade, Trial};
+use crate::runner::CaseResult;
+
+/// One expected failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// Why the client fails this (required: a baseline without reasons is a mute list).
+    pub reason: String,
+    /// Link to the bug.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue: Option<String>,
+    /// The failure message must start with this, or the failure is a different one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    expected: BTreeMap<String, Entry>,
+}
+
+/// A loaded baseline.
+#[derive(Debug, Clone, Default)]
+pub struct Baseline {
+    pub path: PathBuf,
+    pub entries: BTreeMap<String, Entry>,
+}
+
+/// How an id names trials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Scope {
+    /// Exactly one trial.
+    Trial,
+    /// Every option run of one scenario, one check.
+    Scenario,
+    /// Every trial of one check.
+    Check,
+}
+
+/// `<agent>@<version>/<id>[<option>]` → `<agent>@<version>/<id>`.
+fn scenario_of(case_id: &str) -> &str {
+    match case_id.find('[') {
+        Some(i) if case_id.ends_with(']') => &case_id[..i],
+        _ => case_id,
+    }
+}
+
+/// How `id` covers the trial `case_id::check`, if it does.
+fn covers(id: &str, case_id: &str, check: &str) -> Option<Scope> {
+    if id == check {
+        return Some(Scope::Check);
+    }
+    let (case, id_check) = id.rsplit_once("::")?;
+    if id_check != check {
+        return None;
+    }
+    if case == case_id {
+        Some(Scope::Trial)
+    } else if case == scenario_of(case_id) && case != case_id {
+        Some(Scope::Scenario)
+    } else {
+        None
+    }
+}
+
+/// Grades a baseline entry can turn into `expected`.
+fn expectable(grade: Grade) -> bool {
+    matches!(
+        grade,
+        Grade::Fail | Grade::Warn | Grade::Timeout | Grade::Crash
+    )
+}
+
+impl Baseline {
+    /// Reads a baseline file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read baseline {}", path.display()))?;
+        let file: File = toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+        for (id, entry) in &file.expected {
+            if entry.reason.trim().is_empty() {
+                bail!("{}: entry \"{id}\" has an empty reason", path.display());
+            }
+        }
+        Ok(Baseline {
+            path: path.to_path_buf(),
+            entries: file.expected,
+        })
+    }
+
+    /// `ACP_HARNESS_BASELINE`, if set (for `cargo test`).
+    pub fn from_env() -> Result<Option<Self>> {
+        match std::env::var("ACP_HARNESS_BASELINE") {
+            Ok(p) if !p.trim().is_empty() => Self::load(Path::new(p.trim())).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// Fails if an entry names no known check, scenario or trial. `cases` are every case id of
+    /// the scenarios directory (not just the selected ones), `checks` every check id.
+    pub fn validate(&self, cases: &[String], checks: &[&str]) -> Result<()> {
+        let scenarios: BTreeSet<&str> = cases.iter().map(|c| scenario_of(c)).collect();
+        let unknown: Vec<String> = self
+            .entries
+            .keys()
+            .filter(|id| {
+                if checks.contains(&id.as_str()) {
+                    return false;
+                }
+                let Some((case, check)) = id.rsplit_once("::") else {
+                    return true;
+                };
+                !(checks.contains(&check)
+                    && (cases.iter().any(|c| c == case) || scenarios.contains(case)))
+            })
+            .map(|id| format!("  \"{id}\""))
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        bail!(
+            "{}: {} entr{} name no known check, scenario or trial (ids are a check id, \
+             `<case>::<check>` or `<agent>@<version>/<scenario>::<check>`; `acp-harness list` \
+             prints every trial):\n{}",
+            self.path.display(),
+            unknown.len(),
+            if unknown.len() == 1 { "y does" } else { "ies do" },
+            unknown.join("\n")
+        )
+    }
+
+    /// The most specific entry covering a trial.
+    fn entry_for(&self, case_id: &str, check: &str) -> Option<(&str, &Entry, Scope)> {
+        self.entries
+            .iter()
+            .filter_map(|(id, e)| covers(id, case_id, check).map(|s| (id.as_str(), e, s)))
+            .min_by_key(|(_, _, scope)| *scope)
+    }
+
+    /// Applies the baseline to one trial (what `cargo test` can do trial by trial): failures
+    /// become `expected`, and a passing trial that a one-trial entry names becomes `stale`.
+    /// Entries covering several trials are judged by [`Baseline::apply`].
+    pub fn apply_trial(&self, case_id: &str, trial: &mut Trial) {
+        let Some((id, entry, scope)) = self.entry_for(case_id, trial.check) else {
+            return;
+        };
+        if expectable(trial.grade) {
+            expect(id, entry, trial);
+        } else if trial.grade == Grade::Pass && scope == Scope::Trial {
+            stale(id, entry, trial);
+        }
+    }
+
+    /// Applies the baseline to a whole run.
+    pub fn apply(&self, results: &mut [CaseResult]) {
+        // Which entries covering several trials saw at least one failure.
+        let mut failed: BTreeSet<&str> = BTreeSet::new();
+        for r in results.iter() {
+            for t in &r.trials {
+                if let Some((id, entry, _)) = self.entry_for(&r.record.meta.case_id, t.check) {
+                    if expectable(t.grade) && matches_message(entry, &t.message) {
+                        failed.insert(id);
+                    }
+                }
+            }
+        }
+        for r in results.iter_mut() {
+            let case_id = r.record.meta.case_id.clone();
+            for t in &mut r.trials {
+                let Some((id, entry, scope)) = self.entry_for(&case_id, t.check) else {
+                    continue;
+                };
+                if expectable(t.grade) {
+                    expect(id, entry, t);
+                } else if t.grade == Grade::Pass && (scope == Scope::Trial || !failed.contains(id))
+                {
+                    stale(id, entry, t);
+                }
+            }
+        }
+    }
+
+    /// A baseline listing every trial of `results` that fails the run (under `strict`), keeping
+    /// the entries of `self` that still cover a failure (their reasons and links), and giving new
+    /// failures a one-trial entry whose reason is the failure's first line.
+    pub fn blessed(&self, results: &[CaseResult], strict: bool) -> Baseline {
+        let mut entries = BTreeMap::new();
+        for r in results {
+            for t in &r.trials {
+                let fails = crate::output::is_failing(t.grade, strict) && t.grade != Grade::Error;
+                if !fails {
+                    continue;
+                }
+                let case_id = &r.record.meta.case_id;
+                match self.entry_for(case_id, t.check) {
+                    Some((id, entry, _)) if matches_message(entry, &t.message) => {
+                        entries.insert(id.to_owned(), entry.clone());
+                    }
+                    _ => {
+                        let first = t.message.lines().next().unwrap_or("").trim();
+                        let reason = crate::acp_schema::truncate_chars(
+                            &format!("blessed as {}: {first}", t.grade.as_str()),
+                            240,
+                        );
+                        entries.insert(
+                            format!("{case_id}::{}", t.check),
+                            Entry {
+                                reason,
+                                issue: None,
+                                message: None,
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        Baseline {
+            path: self.path.clone(),
+            entries,
+        }
+    }
+
+    /// Writes the baseline as TOML (comments of an earlier file are not kept).
+    pub fn write(&self) -> Result<()> {
+        let file = File {
+            expected: self.entries.clone(),
+        };
+        let body = toml::to_string_pretty(&file).context("cannot serialize the baseline")?;
+        let text = format!(
+            "# Expected failures for acp-harness (clients/README.md, \"Baselines\"). Written by\n\
+             # `acp-harness run --bless`; edit the reasons and add issue links.\n\n{body}"
+        );
+        std::fs::write(&self.path, text)
+            .with_context(|| format!("cannot write baseline {}", self.path.display()))
+    }
+}
+
+/// True if the entry has no `message`, or the failure starts with it. Transcript indices
+/// (`#12`) are not compared: they shift whenever a scenario or the client's timing changes.
+fn matches_message(entry: &Entry, message: &str) -> bool {
+    entry.message.as_deref().is_none_or(|prefix| {
+        without_indices(message.trim_start()).starts_with(&without_indices(prefix.trim()))
+    })
+}
+
+/// `#` followed by digits → `#`.
+fn without_indices(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut after_hash = false;
+    for c in text.chars() {
+        if after_hash && c.is_ascii_digit() {
+            continue;
+        }
+        after_hash = c == '#';
+        out.push(c);
+    }
+    out
+}
+
+/// Turns a failing trial into `expected`, or notes why it is not the expected failure.
+fn expect(id: &str, entry: &Entry, trial: &mut Trial) {
+    if !matches_message(entry, &trial.message) {
+        trial.message = format!(
+            "{}\n(baseline \"{id}\" expects a failure starting with {:?}; this is a different one)",
+            trial.message,
+            entry.message.as_deref().unwrap_or("")
+        );
+        return;
+    }
+    let issue = entry
+        .issue
+        .as_deref()
+        .map_or(String::new(), |i| format!("; {i}"));
+    trial.message = format!(
+        "expected {} (baseline \"{id}\": {}{issue})\n{}",
+        trial.grade.as_str(),
+        entry.reason.trim(),
+        trial.message
+    );
+    trial.grade = Grade::Expected;
+}
+
+fn stale(id: &str, entry: &Entry, trial: &mut Trial) {
+    trial.grade = Grade::Stale;
+    trial.message = format!(
+        "baseline \"{id}\" expects a failure ({}) but this trial passed: the bug looks fixed; remove the entry (or re-run with --bless)",
+        entry.reason.trim()
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn baseline(text: &str) -> Baseline {
+        let file: File = toml::from_str(text).unwrap();
+        Baseline {
+            path: PathBuf::from("b.toml"),
+            entries: file.expected,
+        }
+    }
+
+    fn trial(check: &'static str, grade: Grade, message: &str) -> Trial {
+        Trial {
+            check,
+            rules: &[],
+            requirement: "",
+            grade,
+            message: message.into(),
+            frames: Vec::new(),
+        }
+    }
+
+    const CASES: [&str; 3] = ["a@1/x", "a@1/each[one]", "a@1/each[two]"];
+
+    #[test]
+    fn ids_are_checks_trials_or_scenarios() {
+        let cases: Vec<String> = CASES.iter().map(|c| c.to_string()).collect();
+        let checks = ["subject-kind", "fs"];
+        let ok = baseline(
+            r#"
+[expected."fs"]
+reason = "r"
+[expected."a@1/x::subject-kind"]
+reason = "r"
+[expected."a@1/each::fs"]
+reason = "r"
+[expected."a@1/each[two]::fs"]
+reason = "r"
+"#,
+        );
+        ok.validate(&cases, &checks).unwrap();
+        let bad = baseline(
+            r#"
+[expected."subject-kinds"]
+reason = "r"
+[expected."a@1/y::fs"]
+reason = "r"
+[expected."a@1/x::nope"]
+reason = "r"
+"#,
+        );
+        let err = bad.validate(&cases, &checks).unwrap_err().to_string();
+        for id in ["subject-kinds", "a@1/y::fs", "a@1/x::nope"] {
+            assert!(err.contains(id), "{id} missing from {err}");
+        }
+        assert!(err.contains("3 entries"), "{err}");
+    }
+
+    #[test]
+    fn a_failure_becomes_expected_with_its_reason_and_a_pass_becomes_stale() {
+        let b = baseline(
+            r#"
+[expected."a@1/x::fs"]
+reason = "writes nothing"
+issue = "https://example.org/1"
+"#,
+        );
+        let mut t = trial("fs", Grade::Fail, "file missing");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Expected);
+        assert!(
+            t.message.starts_with(
+                "expected fail (baseline \"a@1/x::fs\": writes nothing; https://example.org/1)\nfile missing"
+            ),
+            "{}",
+            t.message
+        );
+        let mut t = trial("fs", Grade::Pass, "");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Stale);
+        assert!(t.message.contains("writes nothing"));
+        let mut t = trial("fs", Grade::Error, "harness bug");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Error);
+        let mut t = trial("fs", Grade::NotApplicable, "no fs");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::NotApplicable);
+    }
+
+    #[test]
+    fn a_message_prefix_must_match() {
+        let b = baseline(
+            r#"
+[expected."fs"]
+reason = "r"
+message = "file missing"
+"#,
+        );
+        let mut t = trial("fs", Grade::Fail, "wrong bytes");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Fail);
+        assert!(t.message.contains("different one"), "{}", t.message);
+        let mut t = trial("fs", Grade::Fail, "file missing at #3");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Expected);
+        // Transcript indices may differ from the run the entry was written from.
+        let b = baseline("[expected.\"fs\"]\nreason = \"r\"\nmessage = \"approval #11 for request #9 shows\"\n");
+        let mut t = trial("fs", Grade::Fail, "approval #12 for request #9 shows read");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Expected);
+        let mut t = trial("fs", Grade::Fail, "approval #12 for request #9 hides read");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Fail);
+    }
+
+    fn result(case_id: &str, trials: Vec<Trial>) -> CaseResult {
+        let mut record = crate::checks::testkit::Case::new().record();
+        record.meta.case_id = case_id.to_owned();
+        CaseResult {
+            record,
+            trials,
+            duration: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn an_entry_for_several_trials_is_stale_only_when_none_fails() {
+        let b = baseline("[expected.\"fs\"]\nreason = \"r\"\n");
+        let mut run = vec![
+            result("a@1/x", vec![trial("fs", Grade::Fail, "m")]),
+            result("a@1/y", vec![trial("fs", Grade::Pass, "")]),
+        ];
+        b.apply(&mut run);
+        assert_eq!(run[0].trials[0].grade, Grade::Expected);
+        assert_eq!(run[1].trials[0].grade, Grade::Pass);
+        let mut fixed = vec![
+            result("a@1/x", vec![trial("fs", Grade::Pass, "")]),
+            result("a@1/y", vec![trial("fs", Grade::NotApplicable, "")]),
+        ];
+        b.apply(&mut fixed);
+        assert_eq!(fixed[0].trials[0].grade, Grade::Stale);
+        assert_eq!(fixed[1].trials[0].grade, Grade::NotApplicable);
+    }
+
+    #[test]
+    fn bless_keeps_matching_entries_and_adds_new_failures() {
+        let b = baseline(
+            r#"
+[expected."fs"]
+reason = "kept"
+issue = "https://example.org/2"
+[expected."a@1/z::subject-kind"]
+reason = "fixed since"
+"#,
+        );
+        let run = vec![
+            result(
+                "a@1/x",
+                vec![
+                    trial("fs", Grade::Fail, "file missing"),
+                    trial("subject-kind", Grade::Fail, "shows read\n#3 frame"),
+                    trial("jsonrpc", Grade::Error, "harness bug"),
+                ],
+            ),
+            result("a@1/z", vec![trial("subject-kind", Grade::Pass, "")]),
+        ];
+        let blessed = b.blessed(&run, false);
+        let ids: Vec<&str> = blessed.entries.keys().map(String::as_str).collect();
+        assert_eq!(ids, ["a@1/x::subject-kind", "fs"]);
+        assert_eq!(blessed.entries["fs"].issue.as_deref(), Some("https://example.org/2"));
+        assert_eq!(
+            blessed.entries["a@1/x::subject-kind"].reason,
+            "blessed as fail: shows read"
+        );
+        // What bless writes reads back the same.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("baseline.toml");
+        Baseline { path: path.clone(), ..blessed.clone() }.write().unwrap();
+        assert_eq!(Baseline::load(&path).unwrap().entries, blessed.entries);
+    }
+
+    #[test]
+    fn the_most_specific_entry_wins() {
+        let b = baseline(
+            r#"
+[expected."fs"]
+reason = "check-wide"
+[expected."a@1/each::fs"]
+reason = "scenario"
+[expected."a@1/each[two]::fs"]
+reason = "trial"
+"#,
+        );
+        let reason = |case: &str| {
+            let mut t = trial("fs", Grade::Fail, "m");
+            b.apply_trial(case, &mut t);
+            t.message
+        };
+        assert!(reason("a@1/each[two]").contains("\"a@1/each[two]::fs\": trial"));
+        assert!(reason("a@1/each[one]").contains("\"a@1/each::fs\": scenario"));
+        assert!(reason("a@1/x").contains("\"fs\": check-wide"));
+        // A check-wide entry does not make a single passing trial stale.
+        let mut t = trial("fs", Grade::Pass, "");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Pass);
+    }
+}

@@ -1,0 +1,341 @@
+//! `session-isolation` — two sessions of one client never see each other's approvals, tool calls
+//! or cancels (DESIGN §5; acp-spec §5 #56, #43, #44).
+//!
+//! Requirement: when a client has two or more sessions, every approval card (and its resolution)
+//! is shown in the session whose agent asked; a timeline item for a tool call is shown only in a
+//! session where the agent announced that `toolCallId`; and a user cancel of one session sends
+//! `session/cancel` for that session only and answers `cancelled` only that session's pending
+//! permission requests.
+//!
+//! Why: a `toolCallId` is unique only *within a session* (#56) — codex-acp names every
+//! unannounced MCP approval `elicitation-<server>` in every session — so a client must key tool
+//! calls by (sessionId, toolCallId) and approvals by request, never by one global slot
+//! (Nano-Collective/nanocoder#1080: "cancelling B cancels A's pending approval").
+//!
+//! Reading:
+//! * A request of session X answered `cancelled`, or a `session/cancel` naming X, is blamed on
+//!   another session's Stop only when the user cancelled another session before it and had not
+//!   cancelled X (nor had the agent withdrawn the request with `$/cancel_request`).
+//! * An item for a toolCallId that no session announced is not this check's business.
+//! * Not applicable when the case has fewer than two sessions.
+
+use serde_json::Value;
+
+use super::{Check, Finding, Problems};
+use crate::record::CaseRecord;
+use crate::wire_model::{Control, PermissionAnswer, PermissionRequest, Side, WireModel, id_key};
+
+pub struct SessionIsolation;
+
+impl Check for SessionIsolation {
+    fn id(&self) -> &'static str {
+        "session-isolation"
+    }
+
+    fn rules(&self) -> &'static [u16] {
+        &[43, 44, 56]
+    }
+
+    fn requirement(&self) -> &'static str {
+        "Each session's approvals, tool calls and cancels stay in that session, even when two sessions use the same toolCallId."
+    }
+
+    fn evaluate_with(&self, _case: &CaseRecord, model: &WireModel<'_>) -> Finding {
+        if model.session_ids.len() < 2 {
+            return Finding::not_applicable("scenario has fewer than two sessions");
+        }
+        let mut problems = Problems::new();
+        check_cards(model, &mut problems);
+        check_items(model, &mut problems);
+        check_cancels(model, &mut problems);
+        problems.finish("")
+    }
+}
+
+/// The permission request a card or resolution for `request_id` shown at `at` is about: one of
+/// `shown_in` if there is such a request, else the latest one of another session before `at`.
+fn request_for_card<'m, 'a>(
+    model: &'m WireModel<'a>,
+    request_id: &Value,
+    shown_in: &str,
+    at: usize,
+) -> Result<(), &'m PermissionRequest<'a>> {
+    let key = id_key(request_id);
+    let candidates: Vec<&PermissionRequest<'a>> = model
+        .permissions
+        .iter()
+        .filter(|p| p.index < at && id_key(p.id) == key)
+        .collect();
+    if candidates.is_empty() || candidates.iter().any(|p| p.session_id == Some(shown_in)) {
+        return Ok(());
+    }
+    Err(candidates[candidates.len() - 1])
+}
+
+/// Approval cards and their resolutions appear in the session that asked.
+fn check_cards(model: &WireModel<'_>, problems: &mut Problems) {
+    for c in &model.controls {
+        let (what, session_id, request_id) = match &c.control {
+            Control::Approval {
+                session_id,
+                request_id,
+                ..
+            } => ("approval", *session_id, *request_id),
+            Control::ApprovalResolved {
+                session_id,
+                request_id,
+                ..
+            } => ("approval_resolved", *session_id, *request_id),
+            _ => continue,
+        };
+        if let Err(request) = request_for_card(model, request_id, session_id, c.index) {
+            problems.fail(
+                format!(
+                    "{what} #{} for request #{} (toolCallId {}) is shown in session \"{session_id}\", but session \"{}\" asked. Expected it in session \"{}\".",
+                    c.index,
+                    request.index,
+                    request
+                        .tool_call_id
+                        .map_or("(none)".to_owned(), |t| format!("\"{t}\"")),
+                    request.session_id.unwrap_or("?"),
+                    request.session_id.unwrap_or("?"),
+                ),
+                &[request.index, c.index],
+            );
+        }
+    }
+}
+
+/// A timeline item is shown only in a session where its tool call was announced.
+fn check_items(model: &WireModel<'_>, problems: &mut Problems) {
+    for ((session_id, tool_call_id), items) in model.items() {
+        let Some(&(first, _)) = items.first() else {
+            continue;
+        };
+        let announced_here = model
+            .tool_frames(session_id, tool_call_id)
+            .first()
+            .is_some_and(|&f| f < first);
+        if announced_here {
+            continue;
+        }
+        let elsewhere = model
+            .session_ids
+            .iter()
+            .filter(|&&other| other != session_id)
+            .find_map(|&other| {
+                let f = *model.tool_frames(other, tool_call_id).first()?;
+                (f < first).then_some((other, f))
+            });
+        if let Some((other, frame)) = elsewhere {
+            problems.fail(
+                format!(
+                    "the timeline item #{first} in session \"{session_id}\" shows tool call \"{tool_call_id}\", which the agent announced only in session \"{other}\" (#{frame}). Expected tool calls keyed by (sessionId, toolCallId) (#56)."
+                ),
+                &[frame, first],
+            );
+        }
+    }
+}
+
+/// A user cancel, resolved to its session.
+struct Cancel<'a> {
+    index: usize,
+    session_id: &'a str,
+}
+
+/// A cancel of one session never cancels another.
+fn check_cancels(model: &WireModel<'_>, problems: &mut Problems) {
+    let cancels: Vec<Cancel<'_>> = model
+        .user_cancels()
+        .into_iter()
+        .filter_map(|c| {
+            Some(Cancel {
+                index: c.index,
+                session_id: c.session_id?,
+            })
+        })
+        .collect();
+    if cancels.is_empty() {
+        return;
+    }
+    // The cancel of another session to blame for something that happened to `session_id` at
+    // `at`, if the user never cancelled `session_id` before `at`.
+    let blame = |session_id: &str, at: usize| -> Option<&Cancel<'_>> {
+        let before: Vec<&Cancel<'_>> = cancels.iter().filter(|c| c.index < at).collect();
+        if before.iter().any(|c| c.session_id == session_id) {
+            return None;
+        }
+        before.into_iter().rev().find(|c| c.session_id != session_id)
+    };
+    for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
+        if !msg.is_notification_for("session/cancel") {
+            continue;
+        }
+        let Some(target) = msg.params_session_id() else {
+            continue;
+        };
+        if let Some(cancel) = blame(target, msg.index) {
+            problems.fail(
+                format!(
+                    "client sent session/cancel #{} for session \"{target}\", but the user cancelled only session \"{}\" (#{}).",
+                    msg.index, cancel.session_id, cancel.index
+                ),
+                &[cancel.index, msg.index],
+            );
+        }
+    }
+    for request in &model.permissions {
+        let Some(session_id) = request.session_id else {
+            continue;
+        };
+        for &answer in &request.answers {
+            if model.permission_answer(answer) != PermissionAnswer::Cancelled
+                || withdrawn(model, request, answer)
+            {
+                continue;
+            }
+            if let Some(cancel) = blame(session_id, answer) {
+                problems.fail(
+                    format!(
+                        "request #{} of session \"{session_id}\" was answered cancelled (#{answer}) after the user cancelled session \"{}\" (#{}); nobody cancelled session \"{session_id}\". Expected it to stay pending for its own session's user (#43 applies to the cancelled session only).",
+                        request.index, cancel.session_id, cancel.index
+                    ),
+                    &[cancel.index, request.index, answer],
+                );
+            }
+        }
+    }
+}
+
+/// True if the agent withdrew `request` with `$/cancel_request` before the answer at `answer`.
+fn withdrawn(model: &WireModel<'_>, request: &PermissionRequest<'_>, answer: usize) -> bool {
+    model.msgs.iter().any(|m| {
+        m.from == Side::Agent
+            && m.conn == request.conn
+            && m.index < answer
+            && m.is_notification_for("$/cancel_request")
+            && m.params()
+                .and_then(|p| p.get("requestId"))
+                .is_some_and(|id| id_key(id) == id_key(request.id))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+    use crate::checks::testkit::{Case, SID, WS, assert_grade, buttons3, opts3};
+    use serde_json::json;
+
+    const SID2: &str = "ses_2";
+
+    /// Two sessions, `ses_1` (handle s1) and `ses_2` (handle s2), both prompting; each gets a
+    /// permission request for the same toolCallId `t` (ids 10 and 11).
+    fn two_sessions() -> Case {
+        let c = Case::new();
+        c.handshake();
+        c.cmd(json!({"type":"new_session","seq":3,"session":"s2","cwd":WS}));
+        c.c2a(json!({"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
+        c.a2c(json!({"jsonrpc":"2.0","id":3,"result":{"sessionId":SID2}}));
+        c.ev(json!({"type":"session_opened","session":"s2","sessionId":SID2}));
+        c.prompt();
+        c.c2a(json!({"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":SID2,
+            "prompt":[{"type":"text","text":"go"}]}}));
+        c.permission(json!(10), json!({"toolCallId":"t","kind":"execute"}), opts3());
+        c.a2c(json!({"jsonrpc":"2.0","id":11,"method":"session/request_permission",
+            "params":{"sessionId":SID2,"toolCall":{"toolCallId":"t","kind":"execute"},"options":opts3()}}));
+        c
+    }
+
+    fn card(c: &Case, session: &str, id: u64) -> usize {
+        c.ev(json!({"type":"approval","sessionId":session,"requestId":id,"toolCallId":"t",
+            "subject":"command","options":buttons3()}))
+    }
+
+    #[test]
+    fn one_session_is_not_applicable() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        assert_grade(
+            &c.grade(&SessionIsolation),
+            Grade::NotApplicable,
+            "fewer than two sessions",
+        );
+    }
+
+    #[test]
+    fn separate_sessions_pass() {
+        let c = two_sessions();
+        card(&c, SID, 10);
+        card(&c, SID2, 11);
+        c.cmd(json!({"type":"cancel","seq":5,"session":"s2"}));
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID2}}));
+        c.cancelled(json!(11));
+        c.select(json!(10), "once");
+        assert_eq!(c.grade(&SessionIsolation), Finding::pass());
+    }
+
+    #[test]
+    fn a_card_in_the_wrong_session_fails() {
+        let c = two_sessions();
+        let wrong = card(&c, SID2, 10);
+        card(&c, SID2, 11);
+        let f = c.grade(&SessionIsolation);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            &format!("approval #{wrong} for request"),
+        );
+        assert!(f.message.contains("is shown in session \"ses_2\", but session \"ses_1\" asked"));
+    }
+
+    #[test]
+    fn a_cancel_that_answers_the_other_session_fails() {
+        let c = two_sessions();
+        card(&c, SID, 10);
+        card(&c, SID2, 11);
+        c.cmd(json!({"type":"cancel","seq":5,"session":"s2"}));
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID2}}));
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(11));
+        c.cancelled(json!(10));
+        let f = c.grade(&SessionIsolation);
+        assert_grade(&f, Grade::Fail, "session/cancel");
+        assert!(
+            f.message
+                .contains("of session \"ses_1\" was answered cancelled"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn a_withdrawn_request_may_be_answered_cancelled() {
+        let c = two_sessions();
+        c.cmd(json!({"type":"cancel","seq":5,"session":"s2"}));
+        c.a2c(json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":10}}));
+        c.cancelled(json!(10));
+        assert_eq!(c.grade(&SessionIsolation).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn an_item_for_a_tool_call_of_the_other_session_fails() {
+        let c = Case::new();
+        c.handshake();
+        c.cmd(json!({"type":"new_session","seq":3,"session":"s2","cwd":WS}));
+        c.c2a(json!({"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
+        c.a2c(json!({"jsonrpc":"2.0","id":3,"result":{"sessionId":SID2}}));
+        let announced = c.update(json!({"sessionUpdate":"tool_call","toolCallId":"only-in-1","title":"x"}));
+        let item = c.ev(json!({"type":"item","sessionId":SID2,"toolCallId":"only-in-1",
+            "itemType":"generic","status":"pending","title":"x"}));
+        let f = c.grade(&SessionIsolation);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            &format!("announced only in session \"{SID}\" (#{announced})"),
+        );
+        assert!(f.frames.contains(&item));
+    }
+}

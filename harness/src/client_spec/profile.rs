@@ -1,0 +1,279 @@
+//! Client profiles: the TOML file that says how to launch, drive and observe a client, above all
+//! one that ships no adapter (format: clients/README.md, "Client profiles").
+//!
+//! Everything is checked when the file is read, so a bad profile stops the run before anything is
+//! launched, with the file and the key in the message.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::str::FromStr;
+
+use anyhow::{Context, Result, bail};
+use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+
+use super::ControlMode;
+
+/// The profile file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ProfileFile {
+    pub name: String,
+    /// One line for reports: which client, which version, which mode.
+    #[serde(default)]
+    pub about: Option<String>,
+    /// The program, for `{program}`: a name looked up on PATH, or a path (`./…` and `../…` are
+    /// relative to the profile's folder).
+    #[serde(default)]
+    pub program: Option<String>,
+    /// If this environment variable is set (and not empty), its value is the program instead.
+    #[serde(default)]
+    pub program_env: Option<String>,
+    pub argv: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default = "default_control")]
+    pub control: ControlMode,
+    /// Put the client's stdin and stderr on a pseudo-terminal (clients that prompt only there).
+    #[serde(default)]
+    pub tty: bool,
+    #[serde(default)]
+    pub policy: Option<Policy>,
+    #[serde(default)]
+    pub cancel: Option<CancelFile>,
+    #[serde(default)]
+    pub choose: Vec<ChooseInput>,
+    /// Name of the observer (harness/src/observe/) that reads what the client exposes.
+    #[serde(default)]
+    pub observer: Option<String>,
+    /// argv that prints the client's version (may use `{program}`).
+    #[serde(default)]
+    pub version_command: Option<Vec<String>>,
+    #[serde(default)]
+    pub install: Option<Install>,
+}
+
+fn default_control() -> ControlMode {
+    ControlMode::Adapter
+}
+
+/// The permission policy a wire-only client runs with (its flags go where `{policy}` is).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    pub name: String,
+    #[serde(default)]
+    pub flags: Vec<String>,
+    /// True if the client asks the user (the request stays pending until an input from
+    /// `[[choose]]` or a cancel); false if the policy answers every request at once.
+    #[serde(default)]
+    pub prompts: bool,
+    /// What the policy does, in words (shown in reports and the README).
+    #[serde(default)]
+    pub about: String,
+}
+
+/// `[cancel]` as written: exactly one of the three.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct CancelFile {
+    signal: Option<String>,
+    stdin: Option<String>,
+    command: Option<Vec<String>>,
+    /// Only for `stdin`: the keys cancel only while the client prompts (a Ctrl-C that a
+    /// readline prompt reads as a key), so a cancel without a pending request cannot be played.
+    #[serde(default)]
+    at_prompt_only: bool,
+}
+
+/// How the user cancels a turn of a wire-only client.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cancel {
+    /// The client cannot be cancelled: scenarios that cancel are not applicable.
+    #[default]
+    None,
+    /// Send this signal to the client's pid (not its process group).
+    Signal(String),
+    /// Write these bytes to the client's stdin (its terminal with `tty = true`).
+    Stdin { input: String, at_prompt_only: bool },
+    /// Run this command (placeholders as in `argv`) and wait for it.
+    Command(Vec<String>),
+}
+
+impl Cancel {
+    /// How the transcript's `user_cancel` note names the method.
+    pub fn describe(&self) -> String {
+        match self {
+            Cancel::None => "none".into(),
+            Cancel::Signal(s) => s.clone(),
+            Cancel::Stdin { input, .. } => format!("stdin {input:?}"),
+            Cancel::Command(argv) => format!("command {argv:?}"),
+        }
+    }
+}
+
+/// One input that answers the client's permission prompt (`tty` profiles).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChooseInput {
+    /// Bytes typed at the prompt, e.g. `"y\r"`.
+    pub input: String,
+    /// The option it selects: the first offered option whose kind is the first of these kinds
+    /// that is offered at all (e.g. `["allow_once", "allow_always"]`).
+    pub selects: Vec<String>,
+}
+
+impl ChooseInput {
+    /// The option of `offered` (a request's `options`) this input selects, if any.
+    pub fn selected<'a>(&self, offered: &'a serde_json::Value) -> Option<&'a str> {
+        let options = offered.as_array()?;
+        self.selects.iter().find_map(|kind| {
+            options
+                .iter()
+                .find(|o| o.get("kind").and_then(|k| k.as_str()) == Some(kind.as_str()))
+                .and_then(|o| o.get("optionId")?.as_str())
+        })
+    }
+}
+
+/// Where the client comes from, for the test that installs it (`[install]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Install {
+    /// npm package spec, e.g. `acpx@0.19.1`.
+    pub npm: String,
+    /// The program inside the install prefix, e.g. `node_modules/.bin/acpx`.
+    pub bin: String,
+}
+
+const OPTION_KINDS: [&str; 4] = ["allow_once", "allow_always", "reject_once", "reject_always"];
+
+impl CancelFile {
+    pub(super) fn resolve(self, file: &Path) -> Result<Cancel> {
+        let at = || format!("{}: [cancel]", file.display());
+        match (self.signal, self.stdin, self.command) {
+            (Some(sig), None, None) => {
+                Signal::from_str(&sig).map_err(|_| {
+                    anyhow::anyhow!("{}: unknown signal {sig:?} (e.g. \"SIGINT\")", at())
+                })?;
+                Ok(Cancel::Signal(sig))
+            }
+            (None, Some(input), None) if !input.is_empty() => Ok(Cancel::Stdin {
+                input,
+                at_prompt_only: self.at_prompt_only,
+            }),
+            (None, None, Some(argv)) if !argv.is_empty() => Ok(Cancel::Command(argv)),
+            _ => bail!(
+                "{}: give exactly one of `signal`, `stdin` (non-empty) or `command` (non-empty)",
+                at()
+            ),
+        }
+    }
+}
+
+/// Checks what serde cannot: placeholders, option kinds, names.
+pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
+    let at = path.display();
+    if file.argv.is_empty() {
+        bail!("{at}: argv must not be empty");
+    }
+    let uses = |p: &str| file.argv.iter().any(|a| a.contains(p));
+    if uses("{program}") && file.program.is_none() && file.program_env.is_none() {
+        bail!("{at}: argv uses {{program}} but the profile sets neither `program` nor `program_env`");
+    }
+    match (&file.policy, file.argv.iter().any(|a| a == "{policy}")) {
+        (Some(_), false) => {
+            bail!("{at}: [policy] is set but argv has no \"{{policy}}\" element for its flags")
+        }
+        (None, true) => bail!("{at}: argv has \"{{policy}}\" but there is no [policy]"),
+        _ => {}
+    }
+    if file.control == ControlMode::None && !uses("{prompt}") {
+        bail!(
+            "{at}: a client without an adapter gets its prompt from argv; add a \"{{prompt}}\" element"
+        );
+    }
+    for (i, choose) in file.choose.iter().enumerate() {
+        if choose.input.is_empty() || choose.selects.is_empty() {
+            bail!("{at}: [[choose]] #{}: `input` and `selects` must not be empty", i + 1);
+        }
+        if let Some(kind) = choose
+            .selects
+            .iter()
+            .find(|k| !OPTION_KINDS.contains(&k.as_str()))
+        {
+            bail!(
+                "{at}: [[choose]] #{}: unknown option kind {kind:?} (one of {})",
+                i + 1,
+                OPTION_KINDS.join(", ")
+            );
+        }
+    }
+    if !file.choose.is_empty() && !file.policy.as_ref().is_some_and(|p| p.prompts) {
+        bail!("{at}: [[choose]] needs a [policy] with `prompts = true` (a prompt to answer)");
+    }
+    if file.policy.as_ref().is_some_and(|p| p.prompts) && !file.tty {
+        bail!("{at}: a policy that prompts needs `tty = true` (the prompt is on a terminal)");
+    }
+    if let Some(name) = &file.observer {
+        if !crate::observe::known(name) {
+            bail!(
+                "{at}: unknown observer {name:?} (known: {})",
+                crate::observe::NAMES.join(", ")
+            );
+        }
+    }
+    if let Some(cmd) = &file.version_command {
+        if cmd.is_empty() {
+            bail!("{at}: version_command must not be empty");
+        }
+    }
+    Ok(())
+}
+
+/// `{program}`'s value: `$program_env` if set, else `program` (relative paths against the
+/// profile's folder).
+pub(super) fn resolve_program(file: &ProfileFile, path: &Path) -> Result<Option<String>> {
+    if let Some(var) = &file.program_env {
+        if let Ok(value) = std::env::var(var) {
+            if !value.trim().is_empty() {
+                return Ok(Some(value));
+            }
+        }
+    }
+    let Some(program) = &file.program else {
+        return match &file.program_env {
+            Some(var) => Err(anyhow::anyhow!(
+                "{}: set {var} to the client's program (the profile names no default `program`)",
+                path.display()
+            )),
+            None => Ok(None),
+        };
+    };
+    Ok(Some(relative_to(program, path)))
+}
+
+/// `./x` and `../x` relative to the profile's folder; anything else as written.
+pub(super) fn relative_to(program: &str, profile: &Path) -> String {
+    if program.starts_with("./") || program.starts_with("../") {
+        let base = profile.parent().unwrap_or(Path::new("."));
+        base.join(program).to_string_lossy().into_owned()
+    } else {
+        program.to_owned()
+    }
+}
+
+/// Reads and validates a profile file.
+pub(super) fn read(path: &Path) -> Result<ProfileFile> {
+    let text = std::fs::read_to_string(path).with_context(|| {
+        format!(
+            "cannot read client profile {} (a client is a JSON argv array or a profile path)",
+            path.display()
+        )
+    })?;
+    let file: ProfileFile = toml::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
+    validate(&file, path)?;
+    Ok(file)
+}

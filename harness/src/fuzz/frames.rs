@@ -1,0 +1,364 @@
+//! The agent's frames for one [`PermissionTurn`], built with serde_json. One builder serves the
+//! long-lived driver (real names), the in-process target, and `fuzz-to-scenario` (template
+//! names such as `${cwd}`), so a regression scenario sends exactly the frames the fuzzer sent.
+//!
+//! Every frame is valid ACP v1: a `tool_call` always has a title (the schema requires one), paths
+//! are absolute, option kinds are the four of the schema. The `schema` check validates our frames
+//! too and would grade a mistake here `error` (a harness bug), never the client's fault.
+
+use serde_json::{Map, Value, json};
+
+use super::input::{
+    Base, Content, Finish, IdStyle, Location, Meta, PermissionTurn, RawInput, RequestShape, Text,
+    ToolCallShape,
+};
+
+/// Names the frames use.
+#[derive(Debug, Clone, Copy)]
+pub struct Names<'a> {
+    pub session_id: &'a str,
+    pub tool_call_id: &'a str,
+    /// Absolute directories (or `${cwd}` / `${outside}` in a scenario).
+    pub cwd: &'a str,
+    pub outside: &'a str,
+    /// Frames go into a scenario file, whose template engine reads `${`: text from the input
+    /// is escaped (`$${`) so it arrives verbatim.
+    pub template: bool,
+}
+
+/// The id of the turn's permission request: fresh per turn (`n`), of the input's JSON type.
+pub fn request_id(style: IdStyle, n: u64) -> Value {
+    match style {
+        IdStyle::Number => json!(n),
+        IdStyle::String => json!(format!("perm-{n}")),
+        IdStyle::Null => Value::Null,
+    }
+}
+
+impl Names<'_> {
+    fn text(&self, t: &Text) -> String {
+        if self.template {
+            t.as_str().replace("${", "$${")
+        } else {
+            t.as_str().to_owned()
+        }
+    }
+
+    /// `<base>/<name>`, or `<base>` alone for an empty name.
+    pub fn path(&self, l: &Location) -> String {
+        let base = match l.base {
+            Base::Cwd => self.cwd,
+            Base::Outside => self.outside,
+            Base::Root => "",
+        };
+        let name = self.text(&l.name);
+        match (base, name.is_empty()) {
+            ("", true) => "/".to_owned(),
+            (base, true) => base.to_owned(),
+            (base, false) => format!("{base}/{name}"),
+        }
+    }
+
+    fn location(&self, l: &Location) -> Value {
+        let mut out = Map::new();
+        out.insert("path".into(), self.path(l).into());
+        if let Some(line) = l.line {
+            out.insert("line".into(), line.into());
+        }
+        Value::Object(out)
+    }
+
+    fn meta(&self, m: &Meta) -> Value {
+        let mut out = Map::new();
+        out.insert(self.text(&m.key), self.text(&m.value).into());
+        Value::Object(out)
+    }
+
+    fn raw_input(&self, r: &RawInput) -> Option<Value> {
+        Some(match r {
+            RawInput::Absent => return None,
+            RawInput::Null => Value::Null,
+            RawInput::Empty => json!({}),
+            RawInput::Command {
+                command,
+                description,
+            } => {
+                let mut out = Map::new();
+                out.insert("command".into(), self.text(command).into());
+                if let Some(d) = description {
+                    out.insert("description".into(), self.text(d).into());
+                }
+                Value::Object(out)
+            }
+            RawInput::Argv(words) => {
+                json!({"command": words.iter().map(|w| self.text(w)).collect::<Vec<_>>()})
+            }
+            RawInput::File(l) => json!({"filePath": self.path(l)}),
+            RawInput::Scalar(t) => self.text(t).into(),
+        })
+    }
+
+    fn content(&self, c: &Content) -> Option<Value> {
+        Some(match c {
+            Content::Absent => return None,
+            Content::Empty => json!([]),
+            Content::Diff {
+                path,
+                old_text,
+                new_text,
+            } => {
+                let mut diff = Map::new();
+                diff.insert("type".into(), "diff".into());
+                diff.insert("path".into(), self.path(path).into());
+                if let Some(old) = old_text {
+                    diff.insert("oldText".into(), self.text(old).into());
+                }
+                diff.insert("newText".into(), self.text(new_text).into());
+                json!([diff])
+            }
+            Content::Text(t) => {
+                json!([{"type": "content", "content": {"type": "text", "text": self.text(t)}}])
+            }
+        })
+    }
+
+    /// The fields of a tool call after `toolCallId`, in the order real agents write them.
+    /// `title_required`: a `tool_call` (not an update) must carry a title.
+    fn tool_fields(&self, shape: &ToolCallShape, out: &mut Map<String, Value>, title_required: bool) {
+        match (&shape.title, title_required) {
+            (Some(t), _) => {
+                out.insert("title".into(), self.text(t).into());
+            }
+            (None, true) => {
+                out.insert("title".into(), "".into());
+            }
+            (None, false) => {}
+        }
+        if let Some(kind) = shape.kind.wire() {
+            out.insert("kind".into(), kind.into());
+        }
+        if let Some(status) = shape.status.wire() {
+            out.insert("status".into(), status.into());
+        }
+        if let Some(locations) = &shape.locations {
+            let list: Vec<Value> = locations.iter().map(|l| self.location(l)).collect();
+            out.insert("locations".into(), list.into());
+        }
+        if let Some(raw) = self.raw_input(&shape.raw_input) {
+            out.insert("rawInput".into(), raw);
+        }
+        if let Some(content) = self.content(&shape.content) {
+            out.insert("content".into(), content);
+        }
+        if let Some(meta) = &shape.meta {
+            out.insert("_meta".into(), self.meta(meta));
+        }
+    }
+
+    fn update(&self, session_update: &str, fields: Map<String, Value>) -> Value {
+        let mut update = Map::new();
+        update.insert("sessionUpdate".into(), session_update.into());
+        update.insert("toolCallId".into(), self.tool_call_id.into());
+        update.extend(fields);
+        json!({"jsonrpc": "2.0", "method": "session/update",
+               "params": {"sessionId": self.session_id, "update": update}})
+    }
+
+    /// `session/update` `tool_call` announcing the turn's tool call.
+    pub fn announce(&self, shape: &ToolCallShape) -> Value {
+        let mut fields = Map::new();
+        self.tool_fields(shape, &mut fields, true);
+        self.update("tool_call", fields)
+    }
+
+    /// `session/update` `tool_call_update` before the request.
+    pub fn progress(&self, shape: &ToolCallShape) -> Value {
+        let mut fields = Map::new();
+        self.tool_fields(shape, &mut fields, false);
+        self.update("tool_call_update", fields)
+    }
+
+    /// The request's `toolCall` (a `ToolCallUpdate`).
+    pub fn request_tool_call(&self, request: &RequestShape) -> Value {
+        let mut tool_call = Map::new();
+        tool_call.insert("toolCallId".into(), self.tool_call_id.into());
+        match request {
+            RequestShape::Sparse { kind } => {
+                if let Some(kind) = kind.wire() {
+                    tool_call.insert("kind".into(), kind.into());
+                }
+                tool_call.insert("status".into(), "pending".into());
+            }
+            RequestShape::Full(shape) => self.tool_fields(shape, &mut tool_call, false),
+        }
+        Value::Object(tool_call)
+    }
+
+    /// The offered options, verbatim from the input (ids may collide).
+    pub fn options(&self, turn: &PermissionTurn) -> Value {
+        turn.options
+            .iter()
+            .map(|o| json!({"optionId": self.text(&o.id), "name": self.text(&o.name), "kind": o.kind.wire()}))
+            .collect()
+    }
+
+    /// `session/request_permission` with id `id`.
+    pub fn request(&self, turn: &PermissionTurn, id: &Value) -> Value {
+        let mut params = Map::new();
+        params.insert("sessionId".into(), self.session_id.into());
+        params.insert("toolCall".into(), self.request_tool_call(&turn.request));
+        params.insert("options".into(), self.options(turn));
+        if let Some(meta) = &turn.meta {
+            params.insert("_meta".into(), self.meta(meta));
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission", "params": params})
+    }
+
+    /// `$/cancel_request`: the agent withdraws the request (spec #52).
+    pub fn withdraw(&self, id: &Value) -> Value {
+        json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}})
+    }
+
+    /// The update after the answer: `completed` if an allow option was selected, else `failed`;
+    /// `None` for [`Finish::Silent`].
+    pub fn finish(&self, turn: &PermissionTurn, allowed: bool) -> Option<Value> {
+        let status = if allowed { "completed" } else { "failed" };
+        let mut fields = Map::new();
+        if let Finish::WithKind(kind) = turn.finish {
+            if let Some(kind) = kind.wire() {
+                fields.insert("kind".into(), kind.into());
+            }
+        }
+        fields.insert("status".into(), status.into());
+        match turn.finish {
+            Finish::Silent => None,
+            Finish::Partial | Finish::WithKind(_) => Some(self.update("tool_call_update", fields)),
+        }
+    }
+}
+
+/// The `session/prompt` result that ends the turn.
+pub fn prompt_result(cancelled: bool) -> Value {
+    json!({"stopReason": if cancelled { "cancelled" } else { "end_turn" }})
+}
+
+/// What the fake agent needs to know about the client's answer to its request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// `selected` with an offered option of an allow kind: the tool runs.
+    Allowed,
+    /// Anything else: the tool does not run.
+    Denied,
+    /// `{"outcome":"cancelled"}`.
+    Cancelled,
+}
+
+/// Reads a client's response to the request the way the fake agent reacts to it (and the way
+/// a regression scenario's `await` cases branch: `selected` allow kinds, `cancelled`, otherwise).
+pub fn answer_of(turn: &PermissionTurn, response: &Value) -> Answer {
+    let outcome = response.pointer("/result/outcome");
+    match outcome.and_then(|o| o.get("outcome")).and_then(Value::as_str) {
+        Some("cancelled") => Answer::Cancelled,
+        Some("selected") => {
+            let id = outcome
+                .and_then(|o| o.get("optionId"))
+                .and_then(Value::as_str);
+            match id.and_then(|id| turn.kind_of(id)) {
+                Some(kind) if kind.is_allow() => Answer::Allowed,
+                _ => Answer::Denied,
+            }
+        }
+        _ => Answer::Denied,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acp_schema::{PayloadKind, Side, Validation, validate};
+    use crate::fuzz::input::decode;
+
+    fn valid(frame: &Value) -> Result<(), String> {
+        let method = frame["method"].as_str().expect("method");
+        let kind = if frame.get("id").is_some() {
+            PayloadKind::RequestParams
+        } else {
+            PayloadKind::NotificationParams
+        };
+        match validate(Side::Agent, kind, method, frame.get("params")) {
+            Validation::Valid | Validation::Extension => Ok(()),
+            other => Err(format!("{other:?}: {frame}")),
+        }
+    }
+
+    /// Every frame the builder makes, for thousands of inputs, validates against the ACP schema.
+    #[test]
+    fn every_frame_is_valid_acp() {
+        let names = Names {
+            session_id: "sess_1",
+            tool_call_id: "call_1",
+            cwd: "/tmp/w",
+            outside: "/tmp/o",
+            template: false,
+        };
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for n in 0..3000u64 {
+            let bytes: Vec<u8> = (0..256)
+                .map(|_| {
+                    // xorshift: deterministic bytes, no dependency.
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state as u8
+                })
+                .collect();
+            let Some(turn) = decode(&bytes) else { continue };
+            let id = request_id(turn.request_id, n);
+            let mut frames = vec![names.request(&turn, &id), names.withdraw(&id)];
+            frames.extend(turn.announce.as_ref().map(|s| names.announce(s)));
+            frames.extend(turn.progress.as_ref().map(|s| names.progress(s)));
+            frames.extend(names.finish(&turn, n % 2 == 0));
+            for frame in &frames {
+                valid(frame).unwrap_or_else(|e| panic!("input {turn:?}: {e}"));
+            }
+        }
+    }
+
+    #[test]
+    fn template_names_escape_input_text() {
+        let turn = decode(br#"{"request":{"full":{"title":"${cwd}","locations":[{"name":"a${b}"}]}},"action":"cancel"}"#)
+            .expect("decodes");
+        let names = Names {
+            session_id: "${sessionId}",
+            tool_call_id: "${toolCallId}",
+            cwd: "${cwd}",
+            outside: "${outside}",
+            template: true,
+        };
+        let frame = names.request(&turn, &json!(1));
+        assert_eq!(frame["params"]["toolCall"]["title"], "$${cwd}");
+        assert_eq!(
+            frame["params"]["toolCall"]["locations"][0]["path"],
+            "${cwd}/a$${b}"
+        );
+        assert_eq!(frame["params"]["sessionId"], "${sessionId}");
+    }
+
+    #[test]
+    fn answers_are_read_like_the_scenario_branches() {
+        let turn = decode(br#"{"request":{"sparse":{"kind":"edit"}},"options":[{"id":"a","name":"A","kind":"allow_once"},{"id":"a","name":"B","kind":"reject_once"},{"id":"r","name":"R","kind":"reject_always"}],"action":"cancel"}"#)
+            .expect("decodes");
+        let sel = |id: &str| json!({"result": {"outcome": {"outcome": "selected", "optionId": id}}});
+        assert_eq!(answer_of(&turn, &sel("a")), Answer::Allowed);
+        assert_eq!(answer_of(&turn, &sel("r")), Answer::Denied);
+        assert_eq!(answer_of(&turn, &sel("nope")), Answer::Denied);
+        assert_eq!(
+            answer_of(&turn, &json!({"result": {"outcome": {"outcome": "cancelled"}}})),
+            Answer::Cancelled
+        );
+        assert_eq!(
+            answer_of(&turn, &json!({"error": {"code": -32800, "message": "x"}})),
+            Answer::Denied
+        );
+    }
+}

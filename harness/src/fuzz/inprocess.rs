@@ -1,0 +1,244 @@
+//! The in-process fuzz target's turn: the same [`PermissionTurn`] and the same agent frames as
+//! the pipe driver, handed straight to a client's mapping functions (a [`Mapping`]), with no
+//! process, pipe or async runtime in between. What the mapping shows is written into a
+//! synthetic transcript as the control events an adapter would report, and graded by the
+//! permission checks (`subject-kind`, `offered-options`, `stable-item-type`) — the harness's own
+//! checks, not a re-implementation.
+//!
+//! Entries are recorded without their raw text (checks read the parsed JSON); the raw text is
+//! filled in only for a finding's summary, which keeps a turn in the tens of microseconds.
+
+use acp_fake_agents::transcript::{Direction, Entry};
+use serde_json::{Value, json};
+
+use super::frames::Names;
+use super::input::{Action, PermissionTurn};
+use super::verdict::{Verdict, is_finding, summary};
+use crate::checks::{Check, OfferedOptions, StableItemType, SubjectKind, Trial};
+use crate::record::{CaseMeta, CaseRecord, RunEnd};
+use crate::wire_model::WireModel;
+
+const SESSION_ID: &str = "sess_fuzz";
+const TOOL_CALL_ID: &str = "call_1";
+
+/// A timeline item as the client shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ItemShown {
+    /// Control vocabulary: `command | file_change | read | …`.
+    pub item_type: String,
+    pub status: String,
+    pub title: String,
+}
+
+/// An approval card as the client shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Card {
+    /// Control vocabulary, like [`ItemShown::item_type`].
+    pub subject: String,
+    /// `(optionId, label)` per button, in display order.
+    pub buttons: Vec<(String, String)>,
+}
+
+/// A client's permission mapping, called the way its UI code calls it.
+pub trait Mapping {
+    /// The agent announced the tool call (`tool_call`, `tool_call_update`, or the request's
+    /// `toolCall`; `update` is that object). The item as now shown, if it is new or changed.
+    fn announce(&mut self, session_id: &str, update: &Value) -> Option<ItemShown>;
+    /// The card for a `session/request_permission` (`params`).
+    fn approval(&mut self, params: &Value) -> Card;
+    /// The user clicked the button of `option_id`: the optionId the client answers with, or
+    /// `None` if the card has no such button.
+    fn choose(&mut self, option_id: &str) -> Option<String>;
+}
+
+/// The checks that grade a mapping in-process.
+fn checks() -> [&'static dyn Check; 3] {
+    [&SubjectKind, &OfferedOptions, &StableItemType]
+}
+
+/// Entries of a synthetic transcript.
+struct Log {
+    entries: Vec<Entry>,
+}
+
+impl Log {
+    fn push(&mut self, direction: Direction, conn: u32, json: Value) -> usize {
+        let index = self.entries.len();
+        self.entries.push(Entry {
+            index,
+            at_us: index as u64,
+            conn,
+            direction,
+            raw: String::new(),
+            json: Some(json),
+            invalid_utf8: false,
+        });
+        index
+    }
+
+    fn agent(&mut self, frame: Value) {
+        self.push(Direction::AgentToClient, 1, frame);
+    }
+
+    fn client(&mut self, frame: Value) {
+        self.push(Direction::ClientToAgent, 1, frame);
+    }
+
+    fn event(&mut self, event: Value) {
+        self.push(Direction::AdapterToHarness, 0, event);
+    }
+
+    fn command(&mut self, command: Value) {
+        self.push(Direction::HarnessToAdapter, 0, command);
+    }
+
+    fn item(&mut self, shown: Option<ItemShown>) {
+        if let Some(item) = shown {
+            self.event(json!({"type":"item","sessionId":SESSION_ID,"toolCallId":TOOL_CALL_ID,
+                "itemType":item.item_type,"status":item.status,"title":item.title}));
+        }
+    }
+}
+
+/// Plays one turn against `mapping` and grades it. `Err` holds a readable summary of a finding.
+pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), String> {
+    let names = Names {
+        session_id: SESSION_ID,
+        tool_call_id: TOOL_CALL_ID,
+        cwd: "/work",
+        outside: "/outside",
+        template: false,
+    };
+    let mut log = Log {
+        entries: Vec::with_capacity(16),
+    };
+    let request_id = json!(0);
+    for frame in [
+        turn.announce.as_ref().map(|s| names.announce(s)),
+        turn.progress.as_ref().map(|s| names.progress(s)),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let shown = mapping.announce(SESSION_ID, &frame["params"]["update"]);
+        log.agent(frame);
+        log.item(shown);
+    }
+    let request = names.request(turn, &request_id);
+    // The request's toolCall is one more announcement, then the card is shown.
+    let shown = mapping.announce(SESSION_ID, &request["params"]["toolCall"]);
+    let card = mapping.approval(&request["params"]);
+    log.agent(request);
+    log.item(shown);
+    let buttons: Vec<Value> = card
+        .buttons
+        .iter()
+        .map(|(id, label)| json!({"optionId": id, "label": label}))
+        .collect();
+    log.event(json!({"type":"approval","sessionId":SESSION_ID,"requestId":request_id,
+        "toolCallId":TOOL_CALL_ID,"subject":card.subject,"options":buttons}));
+
+    let selected = match (turn.action, turn.chosen()) {
+        (Action::Choose(_), Some(option)) => {
+            log.command(json!({"type":"choose","seq":1,"requestId":request_id,"optionId":option.id.as_str()}));
+            match mapping.choose(option.id.as_str()) {
+                Some(answer) => Some(answer),
+                None => {
+                    log.event(json!({"type":"error","seq":1,"message":"no such button"}));
+                    None
+                }
+            }
+        }
+        (Action::Cancel, _) => {
+            log.command(json!({"type":"cancel","seq":1,"session":"s1"}));
+            log.client(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SESSION_ID}}));
+            None
+        }
+        _ => {
+            log.agent(names.withdraw(&request_id));
+            None
+        }
+    };
+    let (outcome, resolved) = match &selected {
+        Some(id) => (
+            json!({"outcome":"selected","optionId":id}),
+            json!({"type":"approval_resolved","sessionId":SESSION_ID,"requestId":request_id,
+                "outcome":"selected","optionId":id,"by":"user"}),
+        ),
+        None => (
+            json!({"outcome":"cancelled"}),
+            json!({"type":"approval_resolved","sessionId":SESSION_ID,"requestId":request_id,
+                "outcome":"cancelled","by":"cancel"}),
+        ),
+    };
+    log.client(json!({"jsonrpc":"2.0","id":request_id,"result":{"outcome":outcome}}));
+    log.event(resolved);
+    let allowed = selected
+        .as_deref()
+        .and_then(|id| turn.kind_of(id))
+        .is_some_and(|k| k.is_allow());
+    if let Some(frame) = names.finish(turn, allowed && turn.action != Action::Cancel) {
+        let shown = mapping.announce(SESSION_ID, &frame["params"]["update"]);
+        log.agent(frame);
+        log.item(shown);
+    }
+
+    let mut record = record(log.entries);
+    let model = WireModel::new(&record.transcript);
+    let trials: Vec<Trial> = checks()
+        .iter()
+        .map(|check| {
+            let finding = check.evaluate_with(&record, &model);
+            Trial {
+                check: check.id(),
+                rules: check.rules(),
+                requirement: check.requirement(),
+                grade: finding.grade,
+                message: finding.message,
+                frames: finding.frames,
+            }
+        })
+        .collect();
+    drop(model);
+    if !trials.iter().any(is_finding) {
+        return Ok(());
+    }
+    // A finding: give the entries their raw text and regrade with the frames cited.
+    for entry in &mut record.transcript {
+        entry.raw = entry.json.as_ref().map(Value::to_string).unwrap_or_default();
+    }
+    let verdict = Verdict {
+        trials: crate::checks::grade_case(&record)
+            .into_iter()
+            .filter(|t| checks().iter().any(|c| c.id() == t.check))
+            .collect(),
+    };
+    Err(summary(turn, &record, &verdict, "in-process mapping", None))
+}
+
+fn record(transcript: Vec<Entry>) -> CaseRecord {
+    CaseRecord {
+        meta: CaseMeta {
+            case_id: "fuzz/mapping_inprocess".into(),
+            title: "permission turn played in-process".into(),
+            agent: "fuzz".into(),
+            version: "mapping_inprocess".into(),
+            provenance: vec!["fuzz/README.md (mapping_inprocess target)".into()],
+            file: String::new(),
+        },
+        transcript,
+        control_plane: true,
+        control_supports: vec![
+            "new_session".into(),
+            "prompt".into(),
+            "choose".into(),
+            "cancel".into(),
+        ],
+        workspace: "/work".into(),
+        outside: "/outside".into(),
+        files_after: Default::default(),
+        end: RunEnd::Completed,
+        stderr_tail: String::new(),
+        repro: "cargo fuzz run mapping_inprocess <artifact>".into(),
+    }
+}

@@ -1,0 +1,514 @@
+//! Chaos clients (DESIGN §6): hostile clients (`clients/chaos`, `acp-chaos-client --mode …`) that
+//! crash, hang, flood, write garbage, answer with the wrong ids, leave processes behind, or break
+//! the control protocol. Each must be graded with a specific message within its step timeout
+//! + 2 s while the rest of the suite goes on; the harness must never panic, its memory must stay
+//! bounded by the frame limit, and no process may survive the run.
+//!
+//! `cargo test -p acp-harness --test chaos -- --nocapture` prints the time to verdict per case.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use acp_harness::checks::Grade;
+use acp_harness::client_spec::ClientSpec;
+use acp_harness::locate::{WorkspaceBin, locate};
+use acp_harness::record::RunEnd;
+use acp_harness::runner::{CaseResult, RunConfig, run_case};
+use acp_harness::suite;
+
+const CHAOS_CLIENT: WorkspaceBin = WorkspaceBin {
+    name: "acp-chaos-client",
+    package: "acp-chaos-client",
+    env_override: "ACP_HARNESS_CHAOS_CLIENT",
+};
+
+/// The step timeout the chaos cases run with; each verdict must come within this + 2 s.
+const STEP: Duration = Duration::from_millis(1000);
+const GRACE: Duration = Duration::from_secs(2);
+
+/// What the harness must conclude about a chaos client.
+#[derive(Debug, Clone, Copy)]
+enum Verdict {
+    /// The client died: exit code or signal.
+    Crash {
+        code: Option<i32>,
+        signal: Option<&'static str>,
+    },
+    /// The run could not finish: every trial without a finding is `timeout`.
+    Incomplete,
+    /// The adapter broke the control protocol: every trial is `error`.
+    AdapterBroken,
+    /// The run finished and this check failed.
+    Fails(&'static str),
+}
+
+struct Chaos {
+    mode: &'static str,
+    scenario: &'static str,
+    verdict: Verdict,
+    /// Text the verdict's message must contain.
+    says: &'static str,
+}
+
+const CASES: &[Chaos] = &[
+    Chaos {
+        mode: "exit-at-once",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Crash {
+            code: Some(3),
+            signal: None,
+        },
+        says: "exit code 3",
+    },
+    Chaos {
+        mode: "abort-mid-turn",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Crash {
+            code: None,
+            signal: Some("SIGABRT"),
+        },
+        says: "SIGABRT",
+    },
+    Chaos {
+        mode: "segv-mid-turn",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Crash {
+            code: None,
+            signal: Some("SIGSEGV"),
+        },
+        says: "SIGSEGV",
+    },
+    Chaos {
+        mode: "never-answer",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Incomplete,
+        says: "client sent no answer to request `perm`",
+    },
+    Chaos {
+        mode: "stop-reading-stdin",
+        scenario: "chaos@1/big-prompt",
+        verdict: Verdict::Incomplete,
+        says: "the adapter does not read its stdin",
+    },
+    Chaos {
+        mode: "stop-reading-agent",
+        scenario: "chaos@1/big-update",
+        verdict: Verdict::Incomplete,
+        says: "did not read",
+    },
+    Chaos {
+        mode: "garbage",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Fails("jsonrpc"),
+        says: "is not a JSON-RPC 2.0 message: not JSON",
+    },
+    Chaos {
+        mode: "giant-line",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Fails("jsonrpc"),
+        says: "a line of 52428800 bytes to the agent",
+    },
+    Chaos {
+        mode: "flood",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Fails("schema"),
+        says: "chaos/flood notification params: not an ACP v1 client → agent method",
+    },
+    Chaos {
+        mode: "bad-ids",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Fails("jsonrpc"),
+        says: "was answered 2 times",
+    },
+    Chaos {
+        mode: "close-stdout",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Incomplete,
+        says: "(the adapter had closed its stdout)",
+    },
+    Chaos {
+        mode: "grandchild",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Crash {
+            code: Some(4),
+            signal: None,
+        },
+        says: "exit code 4",
+    },
+    Chaos {
+        mode: "grandchild-own-group",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::Crash {
+            code: Some(4),
+            signal: None,
+        },
+        says: "exit code 4",
+    },
+    Chaos {
+        mode: "bad-control-json",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::AdapterBroken,
+        says: "control line that is not JSON",
+    },
+    Chaos {
+        mode: "bad-control-version",
+        scenario: "chaos@1/permission",
+        verdict: Verdict::AdapterBroken,
+        says: "unsupported control protocol version 2",
+    },
+];
+
+/// The scenarios the chaos clients play, written to a temporary scenarios folder: a minimal
+/// exchange with one permission request, one whose prompt is too big for a pipe, and one whose
+/// agent update is too big for a pipe.
+fn write_scenarios(dir: &Path) {
+    let folder = dir.join("chaos/1");
+    std::fs::create_dir_all(&folder).expect("create chaos/1");
+    let head = |id: &str| {
+        format!(
+            r#"[scenario]
+id = "{id}"
+title = "chaos: {id}"
+agent = "chaos"
+version = "1"
+provenance = ["harness/tests/chaos.rs: a minimal ACP exchange for hostile clients"]
+
+[[step]]
+user = "new_session"
+
+[[step]]
+expect = "initialize"
+reply = '{{"protocolVersion":1,"agentCapabilities":{{}}}}'
+
+[[step]]
+expect = "session/new"
+reply = '{{"sessionId":"ses_chaos"}}'
+"#
+        )
+    };
+    let permission = format!(
+        r#"{}
+[[step]]
+user = "prompt"
+text = "go"
+
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+send = '{{"jsonrpc":"2.0","id":"${{id}}","method":"session/request_permission","params":{{"sessionId":"ses_chaos","toolCall":{{"toolCallId":"call_1","title":"ls","kind":"execute","status":"pending","rawInput":{{"command":"ls"}}}},"options":[{{"optionId":"yes","name":"Yes","kind":"allow_once"}},{{"optionId":"no","name":"No","kind":"reject_once"}}]}}}}'
+as = "perm"
+
+[[step]]
+user = "choose"
+request = "perm"
+kind = "allow_once"
+
+[[step]]
+await = "perm"
+
+[[step]]
+reply_to = "prompt"
+result = '{{"stopReason":"end_turn"}}'
+"#,
+        head("permission")
+    );
+    let big = "x".repeat(2 << 20);
+    let big_prompt = format!(
+        r#"{}
+[[step]]
+user = "prompt"
+text = "{big}"
+
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+reply_to = "prompt"
+result = '{{"stopReason":"end_turn"}}'
+"#,
+        head("big-prompt")
+    );
+    let big_update = format!(
+        r#"{}
+[[step]]
+user = "prompt"
+text = "go"
+
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+send = '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"ses_chaos","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{big}"}}}}}}}}'
+
+[[step]]
+reply_to = "prompt"
+result = '{{"stopReason":"end_turn"}}'
+"#,
+        head("big-update")
+    );
+    for (name, text) in [
+        ("permission", permission),
+        ("big-prompt", big_prompt),
+        ("big-update", big_update),
+    ] {
+        std::fs::write(folder.join(format!("{name}.toml")), text).expect("write scenario");
+    }
+}
+
+/// Live processes of this user whose environment or command line mentions `marker`.
+fn processes_mentioning(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.chars().all(|c| c.is_ascii_digit()) || pid == std::process::id().to_string() {
+            continue;
+        }
+        for file in ["environ", "cmdline"] {
+            if let Ok(bytes) = std::fs::read(entry.path().join(file)) {
+                if String::from_utf8_lossy(&bytes).contains(marker) {
+                    found.push(format!("pid {pid}"));
+                    break;
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Peak resident memory of this process so far (`VmHWM`), in KiB.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn chaos_client(mode: &str, marker: &str) -> ClientSpec {
+    let bin: PathBuf = locate(CHAOS_CLIENT).expect("acp-chaos-client");
+    let mut spec = ClientSpec::from_argv(vec![
+        bin.to_string_lossy().into_owned(),
+        "--mode".into(),
+        mode.into(),
+    ])
+    .expect("client spec");
+    spec.env.insert("ACP_CHAOS_MARKER".into(), marker.into());
+    spec
+}
+
+/// The verdict's problems, if any.
+fn judge(chaos: &Chaos, result: &CaseResult) -> Vec<String> {
+    let mut problems = Vec::new();
+    let end = &result.record.end;
+    let with_says = |grade: Grade| {
+        result
+            .trials
+            .iter()
+            .filter(|t| t.grade == grade)
+            .all(|t| t.message.contains(chaos.says))
+    };
+    let graded = |grade: Grade| result.trials.iter().any(|t| t.grade == grade);
+    match chaos.verdict {
+        Verdict::Crash { code, signal } => {
+            match end {
+                RunEnd::Crash {
+                    exit_code,
+                    signal: got,
+                    ..
+                } if *exit_code == code && got.as_deref() == signal => {}
+                other => problems.push(format!(
+                    "expected a crash ({code:?}, {signal:?}), got {other:?}"
+                )),
+            }
+            if !graded(Grade::Crash) || !with_says(Grade::Crash) {
+                problems.push(format!("crash trials must say {:?}", chaos.says));
+            }
+        }
+        Verdict::Incomplete => {
+            if !matches!(end, RunEnd::Incomplete { .. }) {
+                problems.push(format!("expected an incomplete run, got {end:?}"));
+            }
+            if !graded(Grade::Timeout) || !with_says(Grade::Timeout) {
+                problems.push(format!("timeout trials must say {:?}", chaos.says));
+            }
+        }
+        Verdict::AdapterBroken => {
+            if !matches!(end, RunEnd::HarnessError { .. }) {
+                problems.push(format!("expected the adapter to be refused, got {end:?}"));
+            }
+            if !graded(Grade::Error) || !with_says(Grade::Error) {
+                problems.push(format!("error trials must say {:?}", chaos.says));
+            }
+        }
+        Verdict::Fails(check) => {
+            let trial = result.trials.iter().find(|t| t.check == check);
+            match trial {
+                Some(t) if t.grade == Grade::Fail && t.message.contains(chaos.says) => {}
+                other => problems.push(format!(
+                    "expected {check} to fail saying {:?}, got {other:?}",
+                    chaos.says
+                )),
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_chaos_client_gets_a_specific_verdict_in_time_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_scenarios(dir.path());
+    let scenarios = dir.path().canonicalize().expect("canonical");
+    let mut cfg = RunConfig::new(scenarios.clone()).expect("run config");
+    cfg.step_timeout = STEP;
+    cfg.case_timeout = Duration::from_secs(20);
+    let chaos_cases = suite::load_cases(&scenarios).expect("chaos scenarios parse");
+    let case = |id: &str| {
+        chaos_cases
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("no chaos case {id}"))
+            .clone()
+    };
+    let marker = format!("acp-chaos-marker-{}", std::process::id());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+
+    // 1. The 50 MB line alone, against a 1 MiB frame limit: memory grows by far less than the
+    //    line (the reader keeps at most one frame limit of it).
+    let before = peak_rss_kib();
+    let mut small = cfg.clone();
+    small.max_frame = 1 << 20;
+    let giant = runtime.block_on(run_case(
+        &case("chaos@1/permission"),
+        &chaos_client("giant-line", &marker),
+        &small,
+    ));
+    let jsonrpc = giant.trials.iter().find(|t| t.check == "jsonrpc");
+    assert!(
+        jsonrpc.is_some_and(|t| t.grade == Grade::Fail && t.message.contains("over the frame limit of 1048576 bytes")),
+        "{jsonrpc:?}"
+    );
+    if let (Some(before), Some(after)) = (before, peak_rss_kib()) {
+        let grown_mib = (after.saturating_sub(before)) / 1024;
+        eprintln!("peak memory grew by {grown_mib} MiB while a client wrote one 50 MB line");
+        assert!(grown_mib < 25, "memory grew by {grown_mib} MiB");
+    }
+
+    // 2. Every chaos client at once, while the reference client runs the whole corpus.
+    let corpus_dir = suite::scenarios_dir(None).expect("scenarios");
+    let corpus_cfg = RunConfig::new(corpus_dir.clone()).expect("corpus config");
+    let corpus = suite::load_cases(&corpus_dir).expect("corpus parses");
+    let reference = ClientSpec::reference().expect("reference");
+    let (chaos_results, reference_results) = runtime.block_on(async {
+        let mut chaos_tasks = Vec::new();
+        for chaos in CASES {
+            let (case, client, cfg) = (
+                case(chaos.scenario),
+                chaos_client(chaos.mode, &marker),
+                cfg.clone(),
+            );
+            chaos_tasks.push(tokio::spawn(async move {
+                let started = Instant::now();
+                let result = run_case(&case, &client, &cfg).await;
+                (result, started.elapsed())
+            }));
+        }
+        let gate = Arc::new(tokio::sync::Semaphore::new(2));
+        let mut reference_tasks = Vec::new();
+        for case in corpus {
+            let (gate, client, cfg) = (gate.clone(), reference.clone(), corpus_cfg.clone());
+            reference_tasks.push(tokio::spawn(async move {
+                let _permit = gate.acquire_owned().await;
+                run_case(&case, &client, &cfg).await
+            }));
+        }
+        let mut chaos_results = Vec::new();
+        for task in chaos_tasks {
+            // A panic inside the harness surfaces here as a JoinError.
+            chaos_results.push(task.await.expect("the harness panicked on a chaos client"));
+        }
+        let mut reference_results = Vec::new();
+        for task in reference_tasks {
+            reference_results.push(task.await.expect("the harness panicked"));
+        }
+        (chaos_results, reference_results)
+    });
+
+    let mut problems = Vec::new();
+    let mut slowest = (Duration::ZERO, "");
+    eprintln!("{:<22} {:>8}  verdict", "chaos client", "took");
+    for (chaos, (result, took)) in CASES.iter().zip(&chaos_results) {
+        let mut mine = judge(chaos, result);
+        if *took > STEP + GRACE {
+            mine.push(format!(
+                "verdict after {took:?}, more than the step timeout + 2 s"
+            ));
+        }
+        if *took > slowest.0 {
+            slowest = (*took, chaos.mode);
+        }
+        let graded: Vec<String> = result
+            .trials
+            .iter()
+            .filter(|t| t.grade != Grade::Pass && t.grade != Grade::NotApplicable)
+            .map(|t| format!("{}={}", t.check, t.grade.as_str()))
+            .collect();
+        eprintln!(
+            "{:<22} {:>6.2} s  {}",
+            chaos.mode,
+            took.as_secs_f64(),
+            graded.join(" ")
+        );
+        for p in mine {
+            let first_message = result
+                .trials
+                .iter()
+                .map(|t| t.message.as_str())
+                .find(|m| !m.is_empty())
+                .unwrap_or("");
+            problems.push(format!("{}: {p}\n  end: {:?}\n  first message: {first_message}", chaos.mode, result.record.end));
+        }
+    }
+    eprintln!(
+        "{} chaos clients; slowest verdict: {} after {:.2} s (step timeout {} ms)",
+        CASES.len(),
+        slowest.1,
+        slowest.0.as_secs_f64(),
+        STEP.as_millis()
+    );
+    // The rest of the suite went on unharmed.
+    for r in &reference_results {
+        for t in &r.trials {
+            if !matches!(t.grade, Grade::Pass | Grade::NotApplicable) {
+                problems.push(format!(
+                    "reference {}::{} [{}] {}",
+                    r.record.meta.case_id,
+                    t.check,
+                    t.grade.as_str(),
+                    t.message
+                ));
+            }
+        }
+    }
+    drop(runtime);
+    let left = processes_mentioning(&marker);
+    if !left.is_empty() {
+        problems.push(format!("processes left behind: {}", left.join(", ")));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}

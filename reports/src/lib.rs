@@ -1,0 +1,61 @@
+//! acp-reports: everything a person or a CI reads after an acp-harness run, made from `run.json`
+//! (and the transcripts it references) alone.
+//!
+//! * [`write_report`]: a static HTML report (`index.html`: clients × agent versions; a page per
+//!   agent version: scenarios × checks; a page per case: the checks, the cited frames and the
+//!   numbered wire log), `junit.xml` and `summary.md` (for `$GITHUB_STEP_SUMMARY`).
+//! * [`diff`]: what changed between two runs, as text and as an HTML page.
+//!
+//! The run.json format itself is defined here ([`run`]); the harness writes it with these types.
+//! This crate does not depend on the harness.
+
+pub mod diff;
+pub mod grade;
+pub mod html;
+pub mod junit;
+pub mod load;
+pub mod markdown;
+pub mod message;
+pub mod model;
+pub mod run;
+pub mod slug;
+pub mod transcript;
+
+use std::path::{Path, PathBuf};
+
+pub use load::{LoadedRun, ReportError, load_run, load_runs};
+pub use model::Model;
+
+/// Where [`write_report`] put things.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    pub index: PathBuf,
+    pub junit: PathBuf,
+    pub summary: PathBuf,
+    /// Trials that fail their run, over all runs.
+    pub failing: usize,
+}
+
+/// Writes the HTML report, `junit.xml` and `summary.md` into `out` (created if needed).
+pub fn write_report(runs: &[LoadedRun], out: &Path) -> Result<Written, ReportError> {
+    let model = Model::new(runs);
+    let index = html::write_html(runs, &model, out)?;
+    let junit = out.join("junit.xml");
+    write_file(&junit, &junit::render(runs, &model)?)?;
+    let summary = out.join("summary.md");
+    let hint = "The HTML report (index.html) and junit.xml are next to this summary.";
+    write_file(&summary, &markdown::render(&model, hint)?)?;
+    Ok(Written {
+        index,
+        junit,
+        summary,
+        failing: model.failing(),
+    })
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
+    std::fs::write(path, text).map_err(|source| ReportError::Write {
+        path: path.to_owned(),
+        source,
+    })
+}

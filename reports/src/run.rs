@@ -1,0 +1,262 @@
+//! The `run.json` format (schema `acp-harness/run/v1`, documented in harness/RUN_JSON.md).
+//!
+//! This module is the format's one owner: the harness serialises runs with these types and every
+//! report is made from them. Fields added after the first release carry `#[serde(default)]`, so
+//! an older run.json still loads; grades and end kinds are strings, so a newer harness's grade
+//! is shown as it is instead of failing the whole report.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Identifies the format; bumped on any incompatible change.
+pub const RUN_SCHEMA: &str = "acp-harness/run/v1";
+
+/// One run of the suite against one client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunJson {
+    pub schema: String,
+    pub harness: ToolInfo,
+    /// Which ACP JSON Schema the `schema` check validated against.
+    pub acp_schema: String,
+    pub client: ClientInfo,
+    pub config: RunConfigInfo,
+    /// Milliseconds since the Unix epoch when the run started.
+    pub started_unix_ms: u64,
+    pub duration_ms: u64,
+    /// Trial counts per grade (every grade the harness knows, zeros included).
+    pub summary: BTreeMap<String, usize>,
+    /// The checks of this harness version: what each requires and which spec rules it enforces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckInfo>,
+    /// The agent profiles the cases used (the exact agent release each one follows).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profiles: Vec<ProfileInfo>,
+    pub cases: Vec<CaseJson>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClientInfo {
+    /// Profile name or argv[0].
+    pub name: String,
+    /// `--client` as given (argv JSON, profile path, `reference`, `mutant:<name>`).
+    pub source: String,
+    pub argv: Vec<String>,
+    /// What the client said about itself: the adapter's `hello.client`, else the `clientInfo`
+    /// of its `initialize` request (`{"name": …, "version": …}`); null if it said nothing.
+    pub reported: Option<Value>,
+}
+
+impl ClientInfo {
+    /// The version the client reported, if any.
+    pub fn reported_version(&self) -> Option<&str> {
+        self.reported.as_ref()?.get("version")?.as_str()
+    }
+
+    /// The name the client reported, else the harness's name for it.
+    pub fn display_name(&self) -> &str {
+        self.reported
+            .as_ref()
+            .and_then(|r| r.get("name"))
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+            .unwrap_or(&self.name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfigInfo {
+    pub step_timeout_ms: u64,
+    pub case_timeout_ms: u64,
+    pub jobs: usize,
+    /// `--strict`: warn fails the run.
+    pub strict: bool,
+    pub filter: Option<String>,
+    pub scenarios_dir: String,
+}
+
+/// One check of the harness.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckInfo {
+    pub id: String,
+    pub rules: Vec<u16>,
+    pub requirement: String,
+    /// True if the check grades what the client showed (needs the control-plane adapter).
+    pub needs_adapter: bool,
+}
+
+/// One agent profile (fake-agents/profiles/`<agent>@<version>`.toml).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileInfo {
+    /// `agent@version`.
+    pub key: String,
+    /// The exact release the profile follows, e.g. `opencode 1.18.34 (acp-next)`.
+    pub title: String,
+    pub sources: Vec<String>,
+}
+
+/// One case: one client launch playing one scenario (or one option of an `each` expansion).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseJson {
+    /// `<agent>@<version>/<scenario>`, plus `[optionId]` for expanded runs.
+    pub id: String,
+    pub title: String,
+    pub agent: String,
+    pub version: String,
+    /// Scenario file, relative to the scenarios directory.
+    pub file: String,
+    pub provenance: Vec<String>,
+    /// The scenario's longer explanation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Client capabilities the scenario needs (dotted paths into `clientCapabilities`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+    /// `agent@version` of the profile the scenario uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    pub end: CaseEnd,
+    pub duration_ms: u64,
+    /// Path of the transcript (JSON Lines of transcript entries), relative to run.json.
+    pub transcript: String,
+    /// Number of transcript entries.
+    pub frames: usize,
+    pub stderr_tail: String,
+    /// One command line that re-runs just this case.
+    pub repro: String,
+    pub trials: Vec<TrialJson>,
+}
+
+impl CaseJson {
+    /// `agent@version`, the key reports group by.
+    pub fn agent_version(&self) -> String {
+        format!("{}@{}", self.agent, self.version)
+    }
+
+    /// The scenario id: the case id without `agent@version/` and without `[option]`.
+    pub fn scenario(&self) -> &str {
+        let rest = self.id.split_once('/').map_or(self.id.as_str(), |(_, r)| r);
+        rest.split_once('[').map_or(rest, |(s, _)| s)
+    }
+
+    /// The case id without `agent@version/` (`exec-choose-each[cancel]`).
+    pub fn short_id(&self) -> &str {
+        self.id.split_once('/').map_or(self.id.as_str(), |(_, r)| r)
+    }
+}
+
+/// How a case ended: `kind` (`completed`, `incomplete`, `timeout`, `crash`, `not_applicable`,
+/// `harness_error`) and the fields of that kind (`reason`, `step`, `exit_code`, `signal`,
+/// `after_ms`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseEnd {
+    pub kind: String,
+    #[serde(flatten)]
+    pub detail: serde_json::Map<String, Value>,
+}
+
+impl CaseEnd {
+    pub fn completed() -> Self {
+        CaseEnd {
+            kind: "completed".into(),
+            detail: serde_json::Map::new(),
+        }
+    }
+
+    /// `reason`, when the end has one.
+    pub fn reason(&self) -> Option<&str> {
+        self.detail.get("reason")?.as_str()
+    }
+
+    /// One line: the kind and its details (`crash: exit code 3: …`).
+    pub fn describe(&self) -> String {
+        let mut parts = vec![self.kind.replace('_', " ")];
+        for (key, value) in &self.detail {
+            if key == "reason" || value.is_null() {
+                continue;
+            }
+            let value = value
+                .as_str()
+                .map_or_else(|| value.to_string(), str::to_owned);
+            parts.push(format!("{} {value}", key.replace('_', " ")));
+        }
+        let mut text = parts.join(", ");
+        if let Some(reason) = self.reason() {
+            text.push_str(": ");
+            text.push_str(reason);
+        }
+        text
+    }
+}
+
+/// One graded check of one case (a libtest trial).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialJson {
+    /// `<case>::<check>`, the libtest trial name.
+    pub name: String,
+    pub check: String,
+    /// One of [`crate::grade::GRADES`]; an unknown name is rendered as it is.
+    pub grade: String,
+    pub rules: Vec<u16>,
+    pub requirement: String,
+    /// Empty on pass. Otherwise the finding, then the cited frames (`#<index> <arrow> <raw>`, one
+    /// a line), then `repro: <command>`.
+    pub message: String,
+    /// Transcript indices of the offending frames.
+    pub frames: Vec<usize>,
+}
+
+/// File name of a case's transcript: the case id with path-unsafe characters replaced.
+pub fn transcript_file(case_id: &str) -> String {
+    format!("transcripts/{}.jsonl", crate::slug::file_stem(case_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scenario_and_short_id_strip_agent_and_option() {
+        let mut case: CaseJson = serde_json::from_value(serde_json::json!({
+            "id": "qwen-code@0.14/exec-choose-each[cancel]", "title": "t", "agent": "qwen-code",
+            "version": "0.14", "file": "f", "provenance": [], "end": {"kind": "completed"},
+            "duration_ms": 1, "transcript": "x", "frames": 0, "stderr_tail": "", "repro": "",
+            "trials": []
+        }))
+        .unwrap();
+        assert_eq!(case.scenario(), "exec-choose-each");
+        assert_eq!(case.short_id(), "exec-choose-each[cancel]");
+        assert_eq!(case.agent_version(), "qwen-code@0.14");
+        case.id = "plain".into();
+        assert_eq!(case.scenario(), "plain");
+    }
+
+    #[test]
+    fn an_end_keeps_unknown_kinds_and_fields() {
+        let end: CaseEnd = serde_json::from_str(
+            r#"{"kind":"crash","exit_code":3,"signal":null,"reason":"client exited"}"#,
+        )
+        .unwrap();
+        assert_eq!(end.describe(), "crash, exit code 3: client exited");
+        let end: CaseEnd = serde_json::from_str(r#"{"kind":"brand_new","x":"y"}"#).unwrap();
+        assert_eq!(end.describe(), "brand new, x y");
+        let back = serde_json::to_value(&end).unwrap();
+        assert_eq!(back, serde_json::json!({"kind":"brand_new","x":"y"}));
+    }
+
+    #[test]
+    fn transcript_files_are_path_safe() {
+        assert_eq!(
+            transcript_file("qwen-code@0.14/exec-choose-each[cancel]"),
+            "transcripts/qwen-code@0.14_exec-choose-each[cancel].jsonl"
+        );
+        assert_eq!(transcript_file("a/../b c"), "transcripts/a_.._b_c.jsonl");
+    }
+}

@@ -1,0 +1,285 @@
+//! The report written from the fixture runs: its pages link together, the failing frame is
+//! highlighted and reachable, nothing loads from the network, JUnit and the Markdown summary say
+//! what the runs say, and odd input (unknown grades, missing transcripts) still makes a report.
+
+mod common;
+
+use std::path::Path;
+
+use acp_reports::{LoadedRun, write_report};
+use common::{all_fixtures, attr_values, load, pages};
+
+fn written(
+    runs: &[LoadedRun],
+) -> (
+    tempfile::TempDir,
+    std::collections::BTreeMap<std::path::PathBuf, String>,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    write_report(runs, dir.path()).unwrap();
+    let pages = pages(dir.path());
+    (dir, pages)
+}
+
+fn page<'a>(
+    pages: &'a std::collections::BTreeMap<std::path::PathBuf, String>,
+    path: &str,
+) -> &'a str {
+    pages.get(Path::new(path)).unwrap_or_else(|| {
+        panic!(
+            "no page {path}; pages: {:?}",
+            pages.keys().collect::<Vec<_>>()
+        )
+    })
+}
+
+#[test]
+fn the_index_shows_every_client_against_every_agent_version() {
+    let (_dir, pages) = written(&all_fixtures());
+    let index = page(&pages, "index.html");
+    for client in [
+        "acp-reference-client 0.1.0<",
+        "acp-reference-client 0.1.0+always-command",
+        ">sh<",
+    ] {
+        assert!(index.contains(client), "index lacks {client}");
+    }
+    assert!(index.contains("<code>acme@1.0</code>") && index.contains("<code>acme@2.0</code>"));
+    // Each client row links to its two agent-version pages.
+    let links: Vec<String> = attr_values(index, "href")
+        .into_iter()
+        .filter(|h| h.ends_with("acme-1.0.html") || h.ends_with("acme-2.0.html"))
+        .collect();
+    assert_eq!(links.len(), 6, "{links:?}");
+    // The counts the index shows are the runs' own: 3 failing for the mutant, 50 crashes.
+    assert!(index.contains("3 failing"), "mutant's failing count");
+    assert!(index.contains("50 crash"), "crashing client's crash count");
+    assert!(index.contains("53 failing trials across 3 client runs and 2 agent versions"));
+}
+
+#[test]
+fn every_link_and_anchor_resolves() {
+    let (dir, pages) = written(&all_fixtures());
+    let mut checked = 0;
+    for (path, text) in pages
+        .iter()
+        .filter(|(p, _)| p.extension().is_some_and(|e| e == "html"))
+    {
+        let base = dir.path().join(path).parent().unwrap().to_path_buf();
+        for href in attr_values(text, "href") {
+            assert!(
+                !href.contains(':'),
+                "{path:?} links outside the report: {href}"
+            );
+            let (file, anchor) = href.split_once('#').unwrap_or((&href, ""));
+            let target = if file.is_empty() {
+                dir.path().join(path)
+            } else {
+                base.join(file)
+            };
+            let target_text = std::fs::read_to_string(&target)
+                .unwrap_or_else(|_| panic!("{path:?} links to missing {href}"));
+            if !anchor.is_empty() {
+                assert!(
+                    target_text.contains(&format!(" id=\"{anchor}\"")),
+                    "{path:?} links to {href}, which has no such anchor"
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 200, "only {checked} links checked");
+}
+
+#[test]
+fn the_failing_frame_is_two_clicks_from_the_index() {
+    let (dir, pages) = written(&[load("always-command")]);
+    let index = page(&pages, "index.html");
+    // Click 1: the index cell of acme@1.0.
+    let agent_href = attr_values(index, "href")
+        .into_iter()
+        .find(|h| h.ends_with("acme-1.0.html"))
+        .unwrap();
+    let agent_path = Path::new(&agent_href);
+    let agent = page(&pages, &agent_href);
+    assert!(agent.contains("Needs attention"));
+    // Click 2: an offending-frame link in the "needs attention" list.
+    let frame_href = attr_values(agent, "href")
+        .into_iter()
+        .find(|h| h.contains("edit-approve") && h.contains("#f"))
+        .expect("a direct link to an offending frame");
+    let (case_file, anchor) = frame_href.split_once('#').unwrap();
+    let case_path = agent_path.parent().unwrap().join(case_file);
+    let case = std::fs::read_to_string(dir.path().join(&case_path)).unwrap();
+    // The frame is in the wire log, marked as cited by the failing check.
+    let row_at = case
+        .find(&format!("<tr id=\"{anchor}\""))
+        .expect("the frame's row");
+    let row = &case[row_at..row_at + case[row_at..].find("</tr>").unwrap()];
+    assert!(row.contains(" cited\""), "{row}");
+    assert!(row.contains("⚑ subject-kind"), "{row}");
+    // The failing check's section says what was required and links the same frame.
+    assert!(case.contains("id=\"check-subject-kind\""));
+    assert!(case.contains(&format!("class=\"fref\" href=\"#{anchor}\"")));
+    assert!(case.contains("spec rules #56 #57 #58 #59"));
+}
+
+#[test]
+fn pages_are_self_contained_and_allow_no_network() {
+    let (_dir, pages) = written(&all_fixtures());
+    for (path, text) in pages
+        .iter()
+        .filter(|(p, _)| p.extension().is_some_and(|e| e == "html"))
+    {
+        for tag in common::tags(text) {
+            assert!(!tag.contains(" src="), "{path:?} loads something: {tag}");
+        }
+        assert!(!text.contains("<link"), "{path:?} links a resource");
+        assert!(!text.contains("<iframe"), "{path:?}");
+        assert!(
+            text.contains("content=\"default-src &#39;none&#39;; script-src &#39;sha256-"),
+            "{path:?} has no CSP"
+        );
+        assert_eq!(
+            text.matches("<script>").count(),
+            1,
+            "{path:?}: one inline script"
+        );
+        assert_eq!(
+            text.matches("<style>").count(),
+            1,
+            "{path:?}: one inline stylesheet"
+        );
+    }
+}
+
+#[test]
+fn client_text_is_escaped_everywhere() {
+    let (_dir, pages) = written(&all_fixtures());
+    let mut seen = 0;
+    // HTML pages and JUnit XML; summary.md has its own test (payloads only inside code fences).
+    for (path, text) in pages.iter().filter(|(p, _)| !p.ends_with("summary.md")) {
+        assert!(
+            !text.contains("<script>alert"),
+            "{path:?} has a live script"
+        );
+        assert!(!text.contains("<img"), "{path:?} has a live img");
+        for tag in common::tags(text) {
+            assert!(!tag.contains("onerror"), "{path:?}: {tag}");
+        }
+        seen += text
+            .matches("&#60;script&#62;alert(1)&#60;/script&#62;")
+            .count();
+    }
+    assert!(
+        seen > 10,
+        "the payloads should appear, escaped ({seen} times)"
+    );
+}
+
+#[test]
+fn junit_has_a_suite_per_agent_version_and_a_testcase_per_trial() {
+    let run = load("always-command");
+    let (_dir, pages) = written(std::slice::from_ref(&run));
+    let xml = page(&pages, "junit.xml");
+    let report = quick_junit::Report::deserialize_from_str(xml).unwrap();
+    let names: Vec<&str> = report.test_suites.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, vec!["acme@1.0", "acme@2.0"]);
+    let trials: usize = run.run.cases.iter().map(|c| c.trials.len()).sum();
+    let cases: usize = report.test_suites.iter().map(|s| s.test_cases.len()).sum();
+    assert_eq!(cases, trials);
+    let failing = report
+        .test_suites
+        .iter()
+        .flat_map(|s| &s.test_cases)
+        .find(|c| {
+            c.classname.as_ref().map(|n| n.as_str()) == Some("edit-approve")
+                && c.name.as_str() == "subject-kind"
+        })
+        .unwrap();
+    match &failing.status {
+        quick_junit::TestCaseStatus::NonSuccess {
+            kind, description, ..
+        } => {
+            assert_eq!(*kind, quick_junit::NonSuccessKind::Failure);
+            let text = description.as_ref().unwrap().as_str();
+            let trial = run
+                .run
+                .cases
+                .iter()
+                .flat_map(|c| &c.trials)
+                .find(|t| t.name == "acme@1.0/edit-approve::subject-kind");
+            assert_eq!(text, trial.unwrap().message);
+        }
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    insta::assert_snapshot!("junit_always_command", xml);
+}
+
+#[test]
+fn the_markdown_summary_of_a_fixed_run() {
+    let (_dir, pages) = written(&[load("always-command")]);
+    insta::assert_snapshot!("summary_always_command", page(&pages, "summary.md"));
+}
+
+#[test]
+fn the_markdown_summary_names_every_run() {
+    let (_dir, pages) = written(&all_fixtures());
+    let md = page(&pages, "summary.md");
+    assert_eq!(
+        md.matches("\n## ").count() + usize::from(md.starts_with("## ")),
+        3,
+        "{md}"
+    );
+    assert!(md.contains("## ✅ acp-harness: all trials passed — acp-reference-client 0.1.0"));
+    assert!(md.contains("## ❌ acp-harness: 50 failing trials — sh"));
+    // 50 crashes are more than the summary lists; it says how many it left out.
+    assert!(md.contains("… and 20 more: see the HTML report."));
+    // Outside code fences, no client text can open a tag.
+    let mut fenced = false;
+    for line in md.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            assert!(
+                !line.contains("<script>alert") && !line.contains("<img"),
+                "{line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn unknown_grades_are_shown_under_their_name_and_fail_in_junit() {
+    let mut run = load("reference");
+    run.run.cases[0].trials[0].grade = "flaky".into();
+    let (_dir, pages) = written(&[run]);
+    let case_page = pages
+        .iter()
+        .find(|(p, text)| {
+            p.starts_with("acp-reference-client-0.1.0/cases") && text.contains("g-unknown")
+        })
+        .map(|(_, t)| t)
+        .expect("a case page shows the unknown grade");
+    assert!(case_page.contains(">flaky<"));
+    assert!(page(&pages, "junit.xml").contains("type=\"unknown grade &quot;flaky&quot;\""));
+    assert!(page(&pages, "index.html").contains("1 failing"));
+}
+
+#[test]
+fn a_run_without_its_transcripts_still_makes_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_json = dir.path().join("run.json");
+    std::fs::copy(common::fixture("always-command"), &run_json).unwrap();
+    let mut run = acp_reports::load_run(&run_json).unwrap();
+    run.run.cases[0].transcript = "../../etc/passwd".into();
+    let out = dir.path().join("report");
+    write_report(&[run], &out).unwrap();
+    let pages = pages(&out);
+    let missing = pages
+        .values()
+        .filter(|t| t.contains("No wire log: cannot read"))
+        .count();
+    assert_eq!(missing, 4, "four transcripts are missing");
+    assert!(pages.values().any(|t| t.contains("is not inside the run")));
+}
