@@ -199,7 +199,10 @@ enum Stop {
     /// An `on_timeout` branch ran: the scenario ends there, complete (the steps after the
     /// `expect` assume its message arrived).
     Ended,
-    Incomplete { step: usize, reason: String },
+    Incomplete {
+        step: usize,
+        reason: String,
+    },
     NotApplicable(String),
     Harness(String),
 }
@@ -611,18 +614,18 @@ impl<'a, C: Connector> Engine<'a, C> {
             what.push_str(&format!(" matching {p}"));
         }
         let fits = |m: &Msg| {
-                let shape_ok = match &e.what {
-                    Expected::Method(name) => matching::method(&m.json) == Some(name.as_str()),
-                    Expected::Response => matching::is_response(&m.json),
-                };
-                if !shape_ok
-                    || !pattern
-                        .as_ref()
-                        .is_none_or(|p| matching::matches(p, &m.json))
-                {
-                    return None;
-                }
-                matching::capture(&m.json, &e.capture)
+            let shape_ok = match &e.what {
+                Expected::Method(name) => matching::method(&m.json) == Some(name.as_str()),
+                Expected::Response => matching::is_response(&m.json),
+            };
+            if !shape_ok
+                || !pattern
+                    .as_ref()
+                    .is_none_or(|p| matching::matches(p, &m.json))
+            {
+                return None;
+            }
+            matching::capture(&m.json, &e.capture)
         };
         let (msg, captured) = if e.on_timeout.is_some() {
             match self.take_within(step, timeout, &what, fits).await? {

@@ -164,7 +164,11 @@ impl Baseline {
              prints every trial):\n{}",
             self.path.display(),
             unknown.len(),
-            if unknown.len() == 1 { "y does" } else { "ies do" },
+            if unknown.len() == 1 {
+                "y does"
+            } else {
+                "ies do"
+            },
             unknown.join("\n")
         )
     }
@@ -237,7 +241,12 @@ impl Baseline {
                         entries.insert(id.to_owned(), entry.clone());
                     }
                     _ => {
+                        // The finding's first line, without the `- [fail] ` of a list.
                         let first = t.message.lines().next().unwrap_or("").trim();
+                        let first = first
+                            .strip_prefix("- [")
+                            .and_then(|rest| rest.split_once("] "))
+                            .map_or(first, |(_, line)| line);
                         let reason = crate::acp_schema::truncate_chars(
                             &format!("blessed as {}: {first}", t.grade.as_str()),
                             240,
@@ -435,7 +444,9 @@ message = "file missing"
         b.apply_trial("a@1/x", &mut t);
         assert_eq!(t.grade, Grade::Expected);
         // Transcript indices may differ from the run the entry was written from.
-        let b = baseline("[expected.\"fs\"]\nreason = \"r\"\nmessage = \"approval #11 for request #9 shows\"\n");
+        let b = baseline(
+            "[expected.\"fs\"]\nreason = \"r\"\nmessage = \"approval #11 for request #9 shows\"\n",
+        );
         let mut t = trial("fs", Grade::Fail, "approval #12 for request #9 shows read");
         b.apply_trial("a@1/x", &mut t);
         assert_eq!(t.grade, Grade::Expected);
@@ -489,7 +500,11 @@ reason = "fixed since"
                 "a@1/x",
                 vec![
                     trial("fs", Grade::Fail, "file missing"),
-                    trial("subject-kind", Grade::Fail, "shows read\n#3 frame"),
+                    trial(
+                        "subject-kind",
+                        Grade::Fail,
+                        "- [fail] shows read\n- [warn] x",
+                    ),
                     trial("jsonrpc", Grade::Error, "harness bug"),
                 ],
             ),
@@ -498,7 +513,10 @@ reason = "fixed since"
         let blessed = b.blessed(&run, false);
         let ids: Vec<&str> = blessed.entries.keys().map(String::as_str).collect();
         assert_eq!(ids, ["a@1/x::subject-kind", "fs"]);
-        assert_eq!(blessed.entries["fs"].issue.as_deref(), Some("https://example.org/2"));
+        assert_eq!(
+            blessed.entries["fs"].issue.as_deref(),
+            Some("https://example.org/2")
+        );
         assert_eq!(
             blessed.entries["a@1/x::subject-kind"].reason,
             "blessed as fail: shows read"
@@ -506,7 +524,12 @@ reason = "fixed since"
         // What bless writes reads back the same.
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("baseline.toml");
-        Baseline { path: path.clone(), ..blessed.clone() }.write().unwrap();
+        Baseline {
+            path: path.clone(),
+            ..blessed.clone()
+        }
+        .write()
+        .unwrap();
         assert_eq!(Baseline::load(&path).unwrap().entries, blessed.entries);
     }
 

@@ -183,6 +183,16 @@ impl ClientSpec {
     /// A mutant of the reference client (see clients/README.md).
     pub fn mutant(name: &str) -> Result<Self> {
         let mut spec = Self::reference()?;
+        // Ask the client now whether it knows the mutant: a typo must be one clear error, not
+        // a crash in every case of the run.
+        let check = std::process::Command::new(&spec.argv[0])
+            .args(["--mutant", name, "--version"])
+            .output()
+            .map_err(|e| anyhow::anyhow!("cannot run {}: {e}", spec.argv[0]))?;
+        if !check.status.success() {
+            let stderr = String::from_utf8_lossy(&check.stderr);
+            bail!("{}", stderr.lines().next().unwrap_or("unknown mutant"));
+        }
         spec.argv.extend(["--mutant".to_string(), name.to_string()]);
         spec.name = format!("acp-reference-client --mutant {name}");
         spec.source = format!("mutant:{name}");
@@ -212,9 +222,12 @@ impl ClientSpec {
         for arg in template {
             match arg.as_str() {
                 "{agent_argv}" => out.extend(x.agent_argv.iter().cloned()),
-                "{policy}" => {
-                    out.extend(self.wire.policy.iter().flat_map(|p| p.flags.iter().cloned()))
-                }
+                "{policy}" => out.extend(
+                    self.wire
+                        .policy
+                        .iter()
+                        .flat_map(|p| p.flags.iter().cloned()),
+                ),
                 _ => out.push(fill(arg, x)),
             }
         }
@@ -240,7 +253,10 @@ impl ClientSpec {
             .stdin(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true);
-        let output = tokio::time::timeout(timeout, cmd.output()).await.ok()?.ok()?;
+        let output = tokio::time::timeout(timeout, cmd.output())
+            .await
+            .ok()?
+            .ok()?;
         let text = String::from_utf8_lossy(&output.stdout);
         let version = text.lines().next()?.trim().to_owned();
         (output.status.success() && !version.is_empty())
@@ -317,7 +333,11 @@ mod tests {
             "{agent_argv}".into(),
         ])
         .unwrap();
-        let agent = ["/bin/fake agent".to_string(), "--connect".into(), "/s".into()];
+        let agent = [
+            "/bin/fake agent".to_string(),
+            "--connect".into(),
+            "/s".into(),
+        ];
         let argv = spec.expand_argv(&expansion(&agent));
         assert_eq!(
             argv,
@@ -393,19 +413,38 @@ signal = "SIGINT"
     #[test]
     fn profile_errors_name_the_file_and_the_problem() {
         let cases = [
-            (WIRE_ONLY.replace("\"{policy}\", ", ""), "no \"{policy}\" element"),
-            (WIRE_ONLY.replace("signal = \"SIGINT\"", "signal = \"SIGNOPE\""), "unknown signal"),
+            (
+                WIRE_ONLY.replace("\"{policy}\", ", ""),
+                "no \"{policy}\" element",
+            ),
+            (
+                WIRE_ONLY.replace("signal = \"SIGINT\"", "signal = \"SIGNOPE\""),
+                "unknown signal",
+            ),
             (
                 WIRE_ONLY.replace("signal = \"SIGINT\"", "signal = \"SIGINT\"\nstdin = \"x\""),
                 "exactly one of",
             ),
-            (WIRE_ONLY.replace("observer = \"acpx\"", "observer = \"nope\""), "unknown observer"),
-            (WIRE_ONLY.replace(", \"exec\", \"{prompt}\"", ""), "{prompt}"),
+            (
+                WIRE_ONLY.replace("observer = \"acpx\"", "observer = \"nope\""),
+                "unknown observer",
+            ),
+            (
+                WIRE_ONLY.replace(", \"exec\", \"{prompt}\"", ""),
+                "{prompt}",
+            ),
             (
                 format!("{WIRE_ONLY}[[choose]]\ninput = \"y\"\nselects = [\"allow_once\"]\n"),
                 "prompts = true",
             ),
-            (WIRE_ONLY.replace("name = \"cli\"", "name = \"cli\"\nbogus = 1"), "bogus"),
+            (
+                WIRE_ONLY.replace("name = \"cli\"", "name = \"cli\"\nbogus = 1"),
+                "bogus",
+            ),
+            (
+                WIRE_ONLY.replace("control = \"none\"", ""),
+                "set control = \"none\"",
+            ),
         ];
         for (text, needle) in cases {
             let (_dir, path) = write_profile(&text);
@@ -419,7 +458,10 @@ signal = "SIGINT"
     fn program_env_overrides_program() {
         // A variable name no other test or environment uses.
         let var = "ACP_HARNESS_TEST_PROGRAM_9f2c";
-        let text = WIRE_ONLY.replace("program = \"./bin/cli\"", &format!("program_env = \"{var}\""));
+        let text = WIRE_ONLY.replace(
+            "program = \"./bin/cli\"",
+            &format!("program_env = \"{var}\""),
+        );
         let (_dir, path) = write_profile(&text);
         let err = format!("{:#}", ClientSpec::from_profile(&path).unwrap_err());
         assert!(err.contains(var), "{err}");

@@ -227,7 +227,7 @@ async fn run_case_inner(
     };
 
     if client.control == ControlMode::None {
-        if let Err(reason) = crate::wire_only::playable(&case.scenario, client) {
+        if let Err(reason) = crate::wire_only::playable(case, client) {
             record.end = RunEnd::NotApplicable { reason };
             record.transcript = rec.snapshot();
             return Ok(record);
@@ -273,7 +273,8 @@ async fn run_case_inner(
                                 (Some(reason), _) => RunEnd::HarnessError { reason },
                                 // Say why nothing more could happen.
                                 (None, RunEnd::Incomplete { step, reason })
-                                    if plane.stdout_closed() =>
+                                    if plane.stdout_closed()
+                                        && !reason.contains("closed its stdout") =>
                                 {
                                     RunEnd::Incomplete {
                                         step,
@@ -341,8 +342,7 @@ async fn run_case_inner(
     } else {
         launched.exit_within(Duration::from_millis(300)).await
     };
-    // The time spent watching for a crash counts against the shutdown grace: after a stuck run
-    // the verdict comes within the step timeout + 2 s.
+    // The time spent watching for a crash counts against the shutdown grace (below).
     let exit_watch = ended.elapsed();
     record.end = match early_exit {
         Some(exit) if exit.signal.is_some() || !matches!(end, RunEnd::Completed) => {
@@ -359,10 +359,14 @@ async fn run_case_inner(
     }
     // A client without an adapter ends on its own after its turn (its exit status may be what
     // it shows): give it a step's time for that, not just the shutdown grace.
+    // After a run that did not complete, the client gets one second in all (crash watch
+    // included) before the group is killed: it is stuck or dead, and the verdict is waiting.
     let grace = if client.control == ControlMode::None && record.end == RunEnd::Completed {
         cfg.step_timeout.max(Duration::from_secs(2))
+    } else if record.end == RunEnd::Completed {
+        Duration::from_secs(2)
     } else {
-        Duration::from_secs(2).saturating_sub(exit_watch)
+        Duration::from_secs(1).saturating_sub(exit_watch)
     };
     let exit = launched.finish(grace).await;
     // Descendants that left the client's process group die too (sweep.rs).

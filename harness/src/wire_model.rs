@@ -1432,6 +1432,31 @@ impl<'a> WireModel<'a> {
         }
         out
     }
+
+    /// Points where what the agent said about a tool call changed its expected subject
+    /// (DESIGN §5.1): a new specific kind, or — with kind `other` or none — a `rawInput.command`,
+    /// diff or locations that came or went: (frame index, subject before, subject after).
+    pub fn subject_changes(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+    ) -> Vec<(usize, Subject, Subject)> {
+        let mut out = Vec::new();
+        let mut call = EffectiveToolCall::new(tool_call_id);
+        let mut current: Option<Subject> = None;
+        for &i in self.tool_frames(session_id, tool_call_id) {
+            let Some(fields) = self.tool_fields(i) else {
+                continue;
+            };
+            call.merge(fields, i);
+            let subject = call.expected_subject().subject;
+            if current.is_some_and(|before| before != subject) {
+                out.push((i, current.unwrap_or(subject), subject));
+            }
+            current = Some(subject);
+        }
+        out
+    }
 }
 
 /// Among candidate permission positions (ascending), the latest one that satisfies `prefer`,

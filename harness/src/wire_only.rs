@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver};
-use acp_fake_agents::scenario::{Scenario, StepKind, UserStep};
+use acp_fake_agents::scenario::{Case, StepKind, UserStep};
 use acp_fake_agents::transcript::Recorder;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
@@ -25,8 +25,25 @@ use crate::client_spec::{Cancel, ClientSpec};
 use crate::observe::{ObserverHandle, UserAct};
 use crate::pty::Master;
 
-/// Whether `spec` (a client without an adapter) can play `scenario`; `Err` says why not.
-pub fn playable(scenario: &Scenario, spec: &ClientSpec) -> Result<(), String> {
+/// Whether `spec` (a client without an adapter) can play `case`; `Err` says why not.
+pub fn playable(case: &Case, spec: &ClientSpec) -> Result<(), String> {
+    let scenario = &case.scenario;
+    let asks = spec.wire.policy.as_ref().is_some_and(|p| p.prompts);
+    // A client that answers by its own policy ignores which option the user would choose, so
+    // every option run of an `each` scenario but the first would repeat the first.
+    if let (false, Some(option), Some(first)) = (
+        asks,
+        &case.each_option,
+        scenario.each.as_ref().and_then(|e| e.first()),
+    ) {
+        if option != first {
+            return Err(format!(
+                "{} answers by its own policy whatever the user would choose, so this run would repeat `{}[{first}]`",
+                spec.name,
+                scenario.key()
+            ));
+        }
+    }
     let (mut prompts, mut sessions, mut cancels, mut pending_cancels) = (0, 0, 0, 0);
     for step in scenario.all_steps() {
         match &step.kind {
@@ -63,12 +80,14 @@ pub fn playable(scenario: &Scenario, spec: &ClientSpec) -> Result<(), String> {
         } if pending_cancels < cancels => Err(format!(
             "the profile of {name} cancels by typing at its permission prompt only; this scenario cancels when no request is pending"
         )),
-        _ if pending_cancels > 0 && !spec.wire.policy.as_ref().is_some_and(|p| p.prompts) => {
+        _ if pending_cancels > 0 && !asks => {
             let policy = spec
                 .wire
                 .policy
                 .as_ref()
-                .map_or("its own policy".to_owned(), |p| format!("its policy `{}`", p.name));
+                .map_or("its own policy".to_owned(), |p| {
+                    format!("its policy `{}`", p.name)
+                });
             Err(format!(
                 "{name} answers every permission request at once by {policy}, so no request is pending when the user cancels; this scenario cancels while one is (use a profile whose policy prompts)"
             ))
@@ -105,7 +124,10 @@ impl UserDriver for WireOnlyUser {
                 request_id,
                 option_id,
                 offered,
-            } => self.choose(&request_id, &option_id, &offered, timeout).await,
+            } => {
+                self.choose(&request_id, &option_id, &offered, timeout)
+                    .await
+            }
             UserAction::Cancel {
                 session,
                 pending_request,
@@ -266,13 +288,18 @@ mod tests {
     use super::*;
     use crate::client_spec::Policy;
 
-    fn scenario(steps: &str) -> Scenario {
+    fn cases(steps: &str) -> Vec<Case> {
         let text = format!(
             "[scenario]\nid = \"t\"\ntitle = \"t\"\nagent = \"a\"\nversion = \"1\"\nprovenance = [\"test\"]\n{steps}"
         );
         let profiles = acp_fake_agents::profile::Profiles::new();
         acp_fake_agents::scenario::parse("a/1/t.toml", &text, &profiles)
             .expect("test scenario parses")
+            .cases()
+    }
+
+    fn scenario(steps: &str) -> Case {
+        cases(steps).remove(0)
     }
 
     fn spec(cancel: Cancel, prompts: bool) -> ClientSpec {
@@ -295,9 +322,27 @@ mod tests {
         let sigint = || spec(Cancel::Signal("SIGINT".into()), false);
         assert!(playable(&scenario(PROMPT), &sigint()).is_ok());
         let two = scenario(&format!("{PROMPT}{PROMPT}"));
-        assert!(playable(&two, &sigint()).unwrap_err().contains("2 `user = \"prompt\"`"));
+        assert!(
+            playable(&two, &sigint())
+                .unwrap_err()
+                .contains("2 `user = \"prompt\"`")
+        );
         let none = scenario("[[step]]\nexpect = \"initialize\"\n");
         assert!(playable(&none, &sigint()).unwrap_err().contains("has 0"));
+    }
+
+    #[test]
+    fn a_policy_client_plays_only_the_first_option_run() {
+        let each = cases(&format!(
+            "{PROMPT}[[step]]\nsend = '{{\"jsonrpc\":\"2.0\",\"id\":\"${{id}}\",\"method\":\"session/request_permission\",\"params\":{{\"sessionId\":\"s\",\"toolCall\":{{\"toolCallId\":\"c\"}},\"options\":[{{\"optionId\":\"a\",\"kind\":\"allow_once\",\"name\":\"A\"}},{{\"optionId\":\"b\",\"kind\":\"reject_once\",\"name\":\"B\"}}]}}}}'\nas = \"perm\"\n[[step]]\nuser = \"choose\"\nrequest = \"perm\"\neach = true\n"
+        ));
+        assert_eq!(each.len(), 2);
+        let policy = spec(Cancel::None, false);
+        assert!(playable(&each[0], &policy).is_ok());
+        let err = playable(&each[1], &policy).unwrap_err();
+        assert!(err.contains("would repeat `a@1/t[a]`"), "{err}");
+        // A client that prompts can choose, so every run is played.
+        assert!(playable(&each[1], &spec(Cancel::None, true)).is_ok());
     }
 
     #[test]
@@ -310,7 +355,10 @@ mod tests {
         assert!(err.contains("no [cancel]"), "{err}");
         assert!(playable(&cancel, &spec(Cancel::Signal("SIGINT".into()), false)).is_ok());
         let err = playable(&pending, &spec(Cancel::Signal("SIGINT".into()), false)).unwrap_err();
-        assert!(err.contains("answers every permission request at once"), "{err}");
+        assert!(
+            err.contains("answers every permission request at once"),
+            "{err}"
+        );
         assert!(playable(&pending, &spec(Cancel::Signal("SIGINT".into()), true)).is_ok());
         let keys = Cancel::Stdin {
             input: "\u{3}".into(),

@@ -39,12 +39,15 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn required() -> bool {
-    std::env::var("ACP_HARNESS_REQUIRE")
-        .is_ok_and(|v| v.split(',').any(|s| s.trim() == "acpx"))
+    std::env::var("ACP_HARNESS_REQUIRE").is_ok_and(|v| v.split(',').any(|s| s.trim() == "acpx"))
 }
 
 fn cache_dir() -> Option<PathBuf> {
-    let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     var("ACP_HARNESS_CACHE")
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("acp-harness")))
         .or_else(|| var("HOME").map(|d| d.join(".cache/acp-harness")))
@@ -232,10 +235,15 @@ fn acpx_on_a_terminal_keeps_its_known_bugs() {
     assert!(m.contains("\"always\" (allow_always)"), "{m}");
     assert_eq!(*grade(&r, "subject-kind").0, Grade::Pass);
 
-    let r = run_one(&tty, "qwen-code@0.14/exec-choose-each[proceed_always_project]");
+    let r = run_one(
+        &tty,
+        "qwen-code@0.14/exec-choose-each[proceed_always_project]",
+    );
     match &r.record.end {
         RunEnd::Incomplete { reason, .. } => assert!(
-            reason.contains("no input of acpx-tty's prompt chooses option \"proceed_always_project\""),
+            reason.contains(
+                "no input of acpx-tty's prompt chooses option \"proceed_always_project\""
+            ),
             "{reason}"
         ),
         other => panic!("expected an incomplete run, got {other:?}"),
@@ -255,8 +263,13 @@ fn acpx_on_a_terminal_keeps_its_known_bugs() {
     let r = run_one(&reads, "claude-agent-acp@0.16/acpx-probe-cat-title");
     let approved = r.record.transcript.iter().any(|e| {
         e.direction == acp_fake_agents::transcript::Direction::ClientToAgent
-            && e.json.as_ref().and_then(|j| j.pointer("/result/outcome/optionId"))
+            && e.json
+                .as_ref()
+                .and_then(|j| j.pointer("/result/outcome/optionId"))
                 == Some(&serde_json::json!("allow"))
     });
-    assert!(approved, "acpx did not auto-approve the cat … | curl request");
+    assert!(
+        approved,
+        "acpx did not auto-approve the cat … | curl request"
+    );
 }

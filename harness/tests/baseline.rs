@@ -5,10 +5,9 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use serde_json::Value;
-
-const CASE: &str = "opencode@1.18/edit-permission";
 
 fn run(client: &str, baseline: &Path, out: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_acp-harness"))
@@ -21,20 +20,55 @@ fn run(client: &str, baseline: &Path, out: &Path, extra: &[&str]) -> Output {
         .expect("acp-harness runs")
 }
 
-fn grade_of(out: &Path, trial: &str) -> (String, String) {
+fn trials(out: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(out.join("run.json")).expect("run.json");
     let run: Value = serde_json::from_str(&text).expect("run.json is JSON");
-    let t = run["cases"]
+    run["cases"]
         .as_array()
         .into_iter()
         .flatten()
-        .flat_map(|c| c["trials"].as_array().into_iter().flatten())
+        .flat_map(|c| c["trials"].as_array().cloned().unwrap_or_default())
+        .collect()
+}
+
+fn grade_of(out: &Path, trial: &str) -> (String, String) {
+    let t = trials(out)
+        .into_iter()
         .find(|t| t["name"] == trial)
         .unwrap_or_else(|| panic!("no trial {trial}"));
     (
         t["grade"].as_str().unwrap_or_default().to_owned(),
         t["message"].as_str().unwrap_or_default().to_owned(),
     )
+}
+
+/// A subject-kind trial the always-command mutant fails (whatever the scenarios are called):
+/// `(case id, trial name)`.
+fn mutant_failure() -> &'static (String, String) {
+    static FOUND: OnceLock<(String, String)> = OnceLock::new();
+    FOUND.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_acp-harness"))
+            .args([
+                "run",
+                "--client",
+                "mutant:always-command",
+                "--filter",
+                "::subject-kind",
+            ])
+            .arg("--out")
+            .arg(dir.path())
+            .output()
+            .expect("acp-harness runs");
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        let failed = trials(dir.path())
+            .into_iter()
+            .find(|t| t["grade"] == "fail")
+            .expect("the mutant fails a subject-kind trial");
+        let name = failed["name"].as_str().unwrap().to_owned();
+        let case = name.trim_end_matches("::subject-kind").to_owned();
+        (case, name)
+    })
 }
 
 fn text(o: &Output) -> String {
@@ -47,21 +81,28 @@ fn text(o: &Output) -> String {
 
 #[test]
 fn listed_failures_are_expected_and_fixed_ones_stale() {
+    let (case, trial) = mutant_failure();
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("baseline.toml");
     std::fs::write(
         &baseline,
         format!(
-            "[expected.\"{CASE}::subject-kind\"]\nreason = \"shows every approval as a command\"\nissue = \"https://example.org/bb/1719\"\n"
+            "[expected.\"{trial}\"]\nreason = \"shows every approval as a command\"\nissue = \"https://example.org/bb/1719\"\n"
         ),
     )
     .unwrap();
-    let trial = format!("{CASE}::subject-kind");
+    // `--filter` matches by substring: the case id plus `::` selects this case only.
+    let only = format!("{case}::");
 
     let out = dir.path().join("mutant");
-    let o = run("mutant:always-command", &baseline, &out, &["--filter", CASE]);
+    let o = run(
+        "mutant:always-command",
+        &baseline,
+        &out,
+        &["--filter", &only],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let (grade, message) = grade_of(&out, &trial);
+    let (grade, message) = grade_of(&out, trial);
     assert_eq!(grade, "expected");
     assert!(
         message.starts_with(&format!(
@@ -71,9 +112,9 @@ fn listed_failures_are_expected_and_fixed_ones_stale() {
     );
 
     let out = dir.path().join("reference");
-    let o = run("reference", &baseline, &out, &["--filter", CASE]);
+    let o = run("reference", &baseline, &out, &["--filter", &only]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
-    let (grade, message) = grade_of(&out, &trial);
+    let (grade, message) = grade_of(&out, trial);
     assert_eq!(grade, "stale");
     assert!(message.contains("passed"), "{message}");
 }
@@ -90,7 +131,10 @@ fn unknown_ids_and_filtered_bless_are_refused() {
     let o = run("reference", &baseline, &dir.path().join("a"), &[]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
-    assert!(t.contains("opencode@1.18/no-such-scenario::subject-kind"), "{t}");
+    assert!(
+        t.contains("opencode@1.18/no-such-scenario::subject-kind"),
+        "{t}"
+    );
     assert!(t.contains("subject-kindd"), "{t}");
     assert!(!dir.path().join("a/run.json").exists());
 
@@ -98,7 +142,7 @@ fn unknown_ids_and_filtered_bless_are_refused() {
         "reference",
         &dir.path().join("new.toml"),
         &dir.path().join("b"),
-        &["--bless", "--filter", CASE],
+        &["--bless", "--filter", "::subject-kind"],
     );
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("--bless"), "{}", text(&o));
@@ -107,6 +151,7 @@ fn unknown_ids_and_filtered_bless_are_refused() {
 
 #[test]
 fn bless_writes_a_baseline_that_makes_the_run_green() {
+    let (_, trial) = mutant_failure();
     let dir = tempfile::tempdir().unwrap();
     let baseline = dir.path().join("blessed.toml");
     let o = run(
@@ -118,10 +163,10 @@ fn bless_writes_a_baseline_that_makes_the_run_green() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let written = std::fs::read_to_string(&baseline).expect("bless wrote the baseline");
     assert!(
-        written.contains(&format!("[expected.\"{CASE}::subject-kind\"]")),
+        written.contains(&format!("[expected.\"{trial}\"]")),
         "{written}"
     );
-    assert!(written.contains("reason = \"blessed as fail: "), "{written}");
+    assert!(written.contains("blessed as fail: "), "{written}");
 
     let o = run(
         "mutant:always-command",
@@ -130,6 +175,6 @@ fn bless_writes_a_baseline_that_makes_the_run_green() {
         &[],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    let (grade, _) = grade_of(&dir.path().join("second"), &format!("{CASE}::subject-kind"));
+    let (grade, _) = grade_of(&dir.path().join("second"), trial);
     assert_eq!(grade, "expected");
 }

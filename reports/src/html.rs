@@ -201,6 +201,10 @@ pub struct TrialView {
     pub requirement: String,
     pub rules: String,
     pub finding: Vec<Vec<Segment>>,
+    /// The finding lines split into observed / expected.
+    pub split: Vec<message::Split>,
+    /// True if any line says what was expected (then the split is shown as a table).
+    pub has_expected: bool,
     pub cited: Vec<CitedFrame>,
 }
 
@@ -398,7 +402,16 @@ fn case_page<'a>(
         .map(|t| {
             let g = Grade::of(&t.grade);
             let bad = g.needs_attention();
+            let finding = message::finding(&t.message, &t.frames);
+            let split: Vec<message::Split> = finding
+                .iter()
+                .cloned()
+                .map(message::split_expected)
+                .collect();
             TrialView {
+                has_expected: split.iter().any(|l| !l.expected.is_empty()),
+                split,
+                finding,
                 check: t.check.clone(),
                 anchor: model::check_anchor(&t.check),
                 label: g.label().to_owned(),
@@ -406,7 +419,6 @@ fn case_page<'a>(
                 bad,
                 requirement: t.requirement.clone(),
                 rules: model::rules_text(&t.rules),
-                finding: message::finding(&t.message, &t.frames),
                 cited: if bad {
                     t.frames
                         .iter()

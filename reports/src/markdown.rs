@@ -61,7 +61,9 @@ pub fn render(model: &Model, report_hint: &str) -> Result<String, ReportError> {
             let failing = run.failing;
             let warn = run.counts.get("warn");
             let client = md_text(&run.client_label());
-            let (icon, headline) = if failing > 0 {
+            let (icon, headline) = if run.counts.total() == 0 {
+                ("⚠️", format!("no trials ran — {client}"))
+            } else if failing > 0 {
                 let s = if failing == 1 { "" } else { "s" };
                 ("❌", format!("{failing} failing trial{s} — {client}"))
             } else if warn > 0 {

@@ -68,6 +68,51 @@ pub fn finding(message: &str, cited: &[usize]) -> Vec<Vec<Segment>> {
         .collect()
 }
 
+/// A finding line split into what was observed and what was expected (h2spec's Actual /
+/// Expected): checks write "<what happened>. Expected <what should have>." Lines without an
+/// "Expected" sentence have an empty `expected`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    pub observed: Vec<Segment>,
+    pub expected: Vec<Segment>,
+}
+
+/// Splits a finding line at its first sentence that starts with "Expected ".
+pub fn split_expected(line: Vec<Segment>) -> Split {
+    let mut observed = Vec::new();
+    let mut expected = Vec::new();
+    let mut found = false;
+    for segment in line {
+        match segment {
+            Segment::Text(text) if !found => match expected_at(&text) {
+                Some(at) => {
+                    found = true;
+                    let (before, after) = text.split_at(at);
+                    if !before.trim().is_empty() {
+                        observed.push(Segment::Text(before.trim_end().to_owned()));
+                    }
+                    expected.push(Segment::Text(after.to_owned()));
+                }
+                None => observed.push(Segment::Text(text)),
+            },
+            other if found => expected.push(other),
+            other => observed.push(other),
+        }
+    }
+    Split { observed, expected }
+}
+
+/// Byte offset of "Expected " where it starts the text or follows the end of a sentence.
+fn expected_at(text: &str) -> Option<usize> {
+    if text.starts_with("Expected ") {
+        return Some(0);
+    }
+    [". Expected ", ": Expected ", "; Expected "]
+        .iter()
+        .filter_map(|p| text.find(p).map(|at| at + 2))
+        .min()
+}
+
 /// The first finding line as plain text (for tooltips, tables and JUnit messages).
 pub fn headline(message: &str) -> String {
     message
@@ -151,6 +196,30 @@ mod tests {
         );
         assert_eq!(headline(""), "");
         assert_eq!(headline("#3 client → agent {}\nrepro: x"), "");
+    }
+
+    #[test]
+    fn findings_split_into_observed_and_expected() {
+        let line = finding(MESSAGE, &[14, 16]).remove(0);
+        let split = split_expected(line);
+        let observed: String = split.observed.iter().map(Segment::text).collect();
+        let expected: String = split.expected.iter().map(Segment::text).collect();
+        assert_eq!(
+            observed,
+            "[fail] approval #16 for request #14 shows subject \"command\"."
+        );
+        assert_eq!(expected, "Expected \"file_change\" (#43).");
+        assert_eq!(split.observed.iter().filter_map(Segment::frame).count(), 2);
+        let plain = split_expected(vec![Segment::Text("no expectation here".into())]);
+        assert!(plain.expected.is_empty());
+        let frame_after = split_expected(vec![
+            Segment::Text("x. Expected y at ".into()),
+            Segment::Frame {
+                text: "#3".into(),
+                index: 3,
+            },
+        ]);
+        assert_eq!(frame_after.expected.len(), 2);
     }
 
     #[test]

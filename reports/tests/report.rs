@@ -283,3 +283,17 @@ fn a_run_without_its_transcripts_still_makes_a_report() {
     assert_eq!(missing, 4, "four transcripts are missing");
     assert!(pages.values().any(|t| t.contains("is not inside the run")));
 }
+
+#[test]
+fn a_run_without_cases_makes_a_report_that_says_so() {
+    let mut run = load("reference");
+    run.run.cases.clear();
+    let (_dir, pages) = written(&[run]);
+    let index = page(&pages, "index.html");
+    assert!(
+        index.contains("No failing trials across 1 client run and 0 agent versions."),
+        "{index}"
+    );
+    assert!(page(&pages, "summary.md").contains("no trials ran"));
+    assert!(page(&pages, "junit.xml").contains("tests=\"0\""));
+}

@@ -353,6 +353,10 @@ impl Case {
     }
 }
 
+/// The largest scenario file accepted. Hand-written scenarios are a few KiB; the bound keeps a
+/// stray huge file from being read into memory.
+pub const MAX_SCENARIO_BYTES: u64 = 4 << 20;
+
 /// Reads and parses one scenario file against the embedded profiles.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     let profiles = Profiles::embedded().map_err(|errors| errors[0].clone())?;
@@ -361,13 +365,24 @@ pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
 
 /// Reads and parses one scenario file against the given profiles.
 pub fn load_with(path: &Path, profiles: &Profiles) -> Result<Scenario, ScenarioError> {
+    use std::io::Read;
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| ScenarioError {
+    let error = |message: String| ScenarioError {
         file: file.clone(),
         line: 1,
         col: 1,
-        message: format!("cannot read the file: {e}"),
-    })?;
+        message,
+    };
+    // Read at most one byte past the limit: a huge (or endless) file never lands in memory.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| error(format!("cannot read the file: {e}")))?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(error(format!(
+            "the file is larger than {MAX_SCENARIO_BYTES} bytes (4 MiB), the limit for a scenario file"
+        )));
+    }
     let text = decode_utf8(&file, bytes)?;
     let mut scenario = parse(&file, &text, profiles)?;
     scenario.path = path.to_path_buf();

@@ -616,7 +616,9 @@ impl<'a> Ctx<'a> {
             None => None,
         };
         let on_timeout = match &r.on_timeout {
-            Some(steps) => Some(self.steps(steps.get_ref(), Some(&format!("{label}.0")), Some(top))?),
+            Some(steps) => {
+                Some(self.steps(steps.get_ref(), Some(&format!("{label}.0")), Some(top))?)
+            }
             None => None,
         };
         Ok(StepKind::Expect(Expect {

@@ -587,3 +587,64 @@ on_timeout = [ { reply_to = "prompt", result = '{"stopReason":"end_turn"}' } ]
         "does not belong in a `delay_ms` step",
     );
 }
+
+/// The coverage matrix in scenarios/README.md: every cell names scenarios of that column's agent
+/// version that exist (an `[option]` suffix names one run of an `each` scenario), or starts with
+/// "—" and says why the agent does not do this.
+#[test]
+fn coverage_matrix_cells_name_existing_scenarios() {
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("scenarios/README.md");
+    let table: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| !l.starts_with("### Coverage matrix"))
+        .filter(|l| l.starts_with('|'))
+        .collect();
+    assert!(table.len() > 2, "no coverage matrix in scenarios/README.md");
+    let cells = |row: &str| -> Vec<String> {
+        row.trim_matches('|')
+            .split(" | ")
+            .map(|c| c.trim().to_owned())
+            .collect()
+    };
+    let header = cells(table[0]);
+    let columns: Vec<(String, String)> = header[1..]
+        .iter()
+        .map(|h| {
+            let (agent, version) = h.rsplit_once(' ').expect("`agent version` header");
+            (agent.to_owned(), version.to_owned())
+        })
+        .collect();
+    let mut problems = Vec::new();
+    for row in &table[2..] {
+        let cells = cells(row);
+        assert_eq!(
+            cells.len(),
+            columns.len() + 1,
+            "row has the wrong number of cells: {row}"
+        );
+        for ((agent, version), cell) in columns.iter().zip(&cells[1..]) {
+            let named: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+            if cell.starts_with('—') {
+                continue;
+            }
+            if named.is_empty() {
+                problems.push(format!(
+                    "{} / {agent} {version}: names no scenario: {cell:?}",
+                    cells[0]
+                ));
+            }
+            for name in named {
+                let id = name.split('[').next().unwrap_or(name);
+                let file = root.join(agent).join(version).join(format!("{id}.toml"));
+                if !file.is_file() {
+                    problems.push(format!(
+                        "{} / {agent} {version}: no scenario `{id}`",
+                        cells[0]
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

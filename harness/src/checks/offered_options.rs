@@ -201,11 +201,15 @@ fn check_presented(
     for id in &presented {
         *counts.entry(id).or_default() += 1;
     }
-    for (id, n) in counts.into_iter().filter(|(_, n)| *n > 1) {
-        problems.fail(
-            format!("approval #{approval} presents option \"{id}\" {n} times. Expected one button per offered option."),
-            &frames,
-        );
+    // An agent that offers one optionId twice (against #59) gets two buttons for it, not more.
+    for (id, n) in counts {
+        let offered_n = offered.iter().filter(|o| **o == id).count();
+        if n > offered_n.max(1) {
+            problems.fail(
+                format!("approval #{approval} presents option \"{id}\" {n} times. Expected one button per offered option."),
+                &frames,
+            );
+        }
     }
     // Labels must tell the buttons apart.
     let mut by_label: BTreeMap<String, Vec<&str>> = BTreeMap::new();
@@ -365,6 +369,27 @@ mod tests {
         c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"cancel"}));
         c.cancelled(json!(0));
         assert_grade(&c.grade(&OfferedOptions), Grade::Fail, "answered cancelled");
+    }
+
+    #[test]
+    fn an_id_offered_twice_may_have_two_buttons_but_not_three() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        let opts = json!([{"optionId":"allow","kind":"allow_once","name":"Allow"},
+                          {"optionId":"allow","kind":"allow_always","name":"Allow always"}]);
+        c.permission(json!(0), json!({"toolCallId":"c","kind":"execute"}), opts);
+        let two = json!([{"optionId":"allow","label":"Allow"},{"optionId":"allow","label":"Allow always"}]);
+        c.approval(json!(0), "c", "command", two);
+        c.select(json!(0), "allow");
+        assert_eq!(c.grade(&OfferedOptions).grade, Grade::Pass);
+        let three = json!([{"optionId":"allow","label":"A"},{"optionId":"allow","label":"B"},{"optionId":"allow","label":"C"}]);
+        c.approval(json!(0), "c", "command", three);
+        assert_grade(
+            &c.grade(&OfferedOptions),
+            Grade::Fail,
+            "presents option \"allow\" 3 times",
+        );
     }
 
     #[test]

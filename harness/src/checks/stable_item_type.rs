@@ -9,8 +9,9 @@
 //! (`file_change #11 → command #16 → file_change #19`). Kind MAY change through a
 //! `tool_call_update` (#57), so when *every* change of the item type follows a change of the tool
 //! call's effective kind on the wire (between the two item events; `other` after a specific kind
-//! is no change, as in the effective tool call), the grade is `warn` and the message says the agent
-//! changed the kind itself.
+//! is no change, as in the effective tool call), or of the subject it implies (with kind `other`
+//! or none, a `rawInput.command`, diff or locations that the agent added later, DESIGN §5.1), the
+//! grade is `warn` and the message says the agent changed the tool call itself.
 
 use super::{Check, Finding, Problems};
 use crate::record::CaseRecord;
@@ -55,7 +56,16 @@ impl Check for StableItemType {
                 continue;
             }
             let history: Vec<String> = runs.iter().map(|(i, t)| format!("{t} #{i}")).collect();
-            let kind_changes = model.kind_changes(sid, tcid);
+            let mut kind_changes = model.kind_changes(sid, tcid);
+            kind_changes.extend(
+                model
+                    .subject_changes(sid, tcid)
+                    .into_iter()
+                    .map(|(i, before, after)| (i, before.as_str(), after.as_str())),
+            );
+            // One explanation per frame: the kind change, if the frame changed the kind.
+            kind_changes.sort_by_key(|(i, _, _)| *i);
+            kind_changes.dedup_by_key(|(i, _, _)| *i);
             // Every change must be preceded (since the previous item event) by a kind change.
             let mut explained = Vec::new();
             for pair in runs.windows(2) {
@@ -77,7 +87,7 @@ impl Check for StableItemType {
                 frames.extend(explained.iter().map(|(i, _, _)| *i));
                 problems.warn(
                     format!(
-                        "the timeline item for toolCallId \"{tcid}\" (session \"{sid}\") changed type: {}. The agent itself changed the tool call's kind on the wire ({}), so this is a warning.",
+                        "the timeline item for toolCallId \"{tcid}\" (session \"{sid}\") changed type: {}. The agent itself changed the tool call's kind, or the subject it implies, on the wire ({}), so this is a warning.",
                         history.join(" → "),
                         said.join(", ")
                     ),
@@ -153,6 +163,25 @@ mod tests {
         c.item("c", "file_change");
         let f = c.grade(&StableItemType);
         assert_grade(&f, Grade::Warn, &format!("\"read\" → \"edit\" at #{k}"));
+    }
+
+    #[test]
+    fn change_following_what_the_call_carries_warns() {
+        // No kind: the subject is inferred, and rawInput.command arriving later makes it a
+        // command; the client's item follows the wire.
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.update(json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"t"}));
+        c.item("c", "generic");
+        let k = c.permission(
+            json!(0),
+            json!({"toolCallId":"c","rawInput":{"command":"ls"}}),
+            opts3(),
+        );
+        c.item("c", "command");
+        let f = c.grade(&StableItemType);
+        assert_grade(&f, Grade::Warn, &format!("\"generic\" → \"command\" at #{k}"));
     }
 
     #[test]

@@ -180,7 +180,9 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
     }
     let uses = |p: &str| file.argv.iter().any(|a| a.contains(p));
     if uses("{program}") && file.program.is_none() && file.program_env.is_none() {
-        bail!("{at}: argv uses {{program}} but the profile sets neither `program` nor `program_env`");
+        bail!(
+            "{at}: argv uses {{program}} but the profile sets neither `program` nor `program_env`"
+        );
     }
     match (&file.policy, file.argv.iter().any(|a| a == "{policy}")) {
         (Some(_), false) => {
@@ -196,7 +198,10 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
     }
     for (i, choose) in file.choose.iter().enumerate() {
         if choose.input.is_empty() || choose.selects.is_empty() {
-            bail!("{at}: [[choose]] #{}: `input` and `selects` must not be empty", i + 1);
+            bail!(
+                "{at}: [[choose]] #{}: `input` and `selects` must not be empty",
+                i + 1
+            );
         }
         if let Some(kind) = choose
             .selects
@@ -215,6 +220,20 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
     }
     if file.policy.as_ref().is_some_and(|p| p.prompts) && !file.tty {
         bail!("{at}: a policy that prompts needs `tty = true` (the prompt is on a terminal)");
+    }
+    if file.control == ControlMode::Adapter {
+        let wire_only = [
+            ("tty", file.tty),
+            ("observer", file.observer.is_some()),
+            ("[policy]", file.policy.is_some()),
+            ("[cancel]", file.cancel.is_some()),
+            ("[[choose]]", !file.choose.is_empty()),
+        ];
+        if let Some((key, _)) = wire_only.iter().find(|(_, set)| *set) {
+            bail!(
+                "{at}: {key} is for clients without an adapter; set control = \"none\" (an adapter plays the user itself)"
+            );
+        }
     }
     if let Some(name) = &file.observer {
         if !crate::observe::known(name) {

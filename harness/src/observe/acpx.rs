@@ -326,7 +326,7 @@ fn strip_escapes(text: &str) -> String {
         match c {
             '\u{1b}' => {
                 if chars.next_if_eq(&'[').is_some() {
-                    while let Some(c) = chars.next() {
+                    for c in chars.by_ref() {
                         if ('@'..='~').contains(&c) {
                             break;
                         }

@@ -328,7 +328,9 @@ mod tests {
     fn run(c: &Case) {
         c.handshake();
         c.prompt();
-        c.update(json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"cat x","kind":"execute"}));
+        c.update(
+            json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"cat x","kind":"execute"}),
+        );
         c.permission(json!(0), json!({"toolCallId":"c","title":"cat x"}), opts3());
     }
 
@@ -347,10 +349,13 @@ mod tests {
         let trials = grade_case(&c.record());
         let t = trial(&trials, "subject-kind");
         assert_eq!(t.grade, Grade::Fail, "{}", t.message);
-        assert!(t.message.contains("shows subject \"read\""), "{}", t.message);
         assert!(
+            t.message.contains("shows subject \"read\""),
+            "{}",
             t.message
-                .contains(&format!("#{seen} observer → harness")),
+        );
+        assert!(
+            t.message.contains(&format!("#{seen} observer → harness")),
             "{}",
             t.message
         );
@@ -358,7 +363,11 @@ mod tests {
         assert_eq!(trial(&trials, "offered-options").grade, Grade::Pass);
         let t = trial(&trials, "stable-item-type");
         assert_eq!(t.grade, Grade::NotApplicable);
-        assert!(t.message.contains("observer does not report \"item\""), "{}", t.message);
+        assert!(
+            t.message.contains("observer does not report \"item\""),
+            "{}",
+            t.message
+        );
     }
 
     #[test]
@@ -396,10 +405,19 @@ mod tests {
         let trials = grade_case(&c.record());
         let t = trial(&trials, "offered-options");
         assert_eq!(t.grade, Grade::Fail);
-        assert!(t.message.contains("does not present offered option(s) \"always\""), "{}", t.message);
+        assert!(
+            t.message
+                .contains("does not present offered option(s) \"always\""),
+            "{}",
+            t.message
+        );
         let t = trial(&trials, "cancel-stop");
         assert_eq!(t.grade, Grade::Fail);
-        assert!(t.message.contains("shows the turn as \"failed\""), "{}", t.message);
+        assert!(
+            t.message.contains("shows the turn as \"failed\""),
+            "{}",
+            t.message
+        );
         assert_eq!(trial(&trials, "subject-kind").grade, Grade::Pass);
     }
 }

@@ -1,0 +1,134 @@
+//! The reference client's permission mapping behind `acp_harness::fuzz::inprocess::Mapping`, for
+//! the in-process target `mapping_inprocess`.
+//!
+//! The calls are the ones `clients/reference/src/client.rs` makes for a permission request: every
+//! announcement goes through `Timeline::announce` (the item the timeline shows), the card's
+//! subject is `classify` of the effective tool call, its buttons are `parse_options` + `labels`,
+//! and a click answers with the option found on the card. No process, pipe or runtime: the same
+//! turn the pipe target plays, at memory speed, with libFuzzer's coverage feedback inside the
+//! mapping code.
+
+use acp_harness::fuzz::inprocess::{Card, ItemShown, Mapping, play};
+use acp_reference_client::approvals::{self, PermissionOption};
+use acp_reference_client::subject::{Subject, classify};
+use acp_reference_client::timeline::{ItemView, Timeline};
+use serde_json::Value;
+
+/// The reference client's mapping state for one turn.
+#[derive(Default)]
+pub struct ReferenceMapping {
+    timeline: Timeline,
+    /// The buttons of the card on screen.
+    card: Vec<PermissionOption>,
+}
+
+/// The control vocabulary word of a subject (`file_change`, …).
+fn word(subject: Subject) -> String {
+    match serde_json::to_value(subject) {
+        Ok(Value::String(s)) => s,
+        _ => format!("{subject:?}"),
+    }
+}
+
+fn shown(view: ItemView) -> ItemShown {
+    ItemShown {
+        item_type: word(view.item_type),
+        status: view.status,
+        title: view.title,
+    }
+}
+
+impl Mapping for ReferenceMapping {
+    fn announce(&mut self, session_id: &str, update: &Value) -> Option<ItemShown> {
+        let update = update.as_object()?;
+        let id = update.get("toolCallId")?.as_str()?;
+        self.timeline.announce(session_id, id, update, 1).map(shown)
+    }
+
+    fn approval(&mut self, params: &Value) -> Card {
+        let session_id = params["sessionId"].as_str().unwrap_or_default();
+        let tool_call_id = params["toolCall"]["toolCallId"].as_str().unwrap_or_default();
+        let subject = self
+            .timeline
+            .call(session_id, tool_call_id)
+            .map_or(Subject::Generic, classify);
+        let offered = params["options"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let (options, _skipped) = approvals::parse_options(offered);
+        let labels = approvals::labels(&options);
+        let buttons = options
+            .iter()
+            .zip(labels)
+            .map(|(o, label)| (o.option_id.clone(), label))
+            .collect();
+        self.card = options;
+        Card {
+            subject: word(subject),
+            buttons,
+        }
+    }
+
+    fn choose(&mut self, option_id: &str) -> Option<String> {
+        self.card
+            .iter()
+            .find(|o| o.option_id == option_id)
+            .map(|o| o.option_id.clone())
+    }
+}
+
+/// The body of `mapping_inprocess`: decode, play against a fresh mapping, panic with the
+/// summary on a finding.
+pub fn fuzz_mapping_inprocess(data: &[u8]) {
+    let Some(turn) = acp_harness::fuzz::decode(data) else {
+        return;
+    };
+    if let Err(summary) = play(&turn, &mut ReferenceMapping::default()) {
+        panic!("{summary}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The committed seeds replay clean in-process too (`cargo test --manifest-path
+    /// fuzz/Cargo.toml`, stable Rust).
+    #[test]
+    fn seeds_replay_in_process() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("seeds/permission_mapping");
+        let mut n = 0;
+        for entry in std::fs::read_dir(dir).expect("seeds") {
+            let bytes = std::fs::read(entry.expect("entry").path()).expect("seed");
+            fuzz_mapping_inprocess(&bytes);
+            n += 1;
+        }
+        assert!(n >= 20, "{n} seeds");
+    }
+
+    /// The in-process target can fail: a mapping that shows every card as a command (the
+    /// always-command field bug) is caught on an edit.
+    #[test]
+    fn a_wrong_mapping_is_caught() {
+        struct AlwaysCommand(ReferenceMapping);
+        impl Mapping for AlwaysCommand {
+            fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
+                self.0.announce(s, u)
+            }
+            fn approval(&mut self, p: &Value) -> Card {
+                Card {
+                    subject: "command".into(),
+                    ..self.0.approval(p)
+                }
+            }
+            fn choose(&mut self, o: &str) -> Option<String> {
+                self.0.choose(o)
+            }
+        }
+        let turn = acp_harness::fuzz::decode(
+            br#"{"request":{"full":{"kind":"edit","title":"a"}},"options":[{"id":"o","name":"O","kind":"allow_once"}],"action":{"choose":0}}"#,
+        )
+        .expect("decodes");
+        let summary = play(&turn, &mut AlwaysCommand(ReferenceMapping::default()))
+            .expect_err("an edit shown as a command");
+        assert!(summary.contains("subject-kind [fail]"), "{summary}");
+    }
+}
