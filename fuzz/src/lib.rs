@@ -47,12 +47,17 @@ impl Mapping for ReferenceMapping {
 
     fn approval(&mut self, params: &Value) -> Card {
         let session_id = params["sessionId"].as_str().unwrap_or_default();
-        let tool_call_id = params["toolCall"]["toolCallId"].as_str().unwrap_or_default();
+        let tool_call_id = params["toolCall"]["toolCallId"]
+            .as_str()
+            .unwrap_or_default();
         let subject = self
             .timeline
             .call(session_id, tool_call_id)
             .map_or(Subject::Generic, classify);
-        let offered = params["options"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let offered = params["options"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let (options, _skipped) = approvals::parse_options(offered);
         let labels = approvals::labels(&options);
         let buttons = options

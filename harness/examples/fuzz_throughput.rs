@@ -35,12 +35,29 @@ fn main() -> anyhow::Result<()> {
     let mut findings = 0usize;
     // What broke, by check and first words of the message (a finding does not stop the run).
     let mut kinds: std::collections::BTreeMap<String, usize> = Default::default();
+    // ACP_FUZZ_SHOW=N prints the first N findings in full.
+    let show: usize = std::env::var("ACP_FUZZ_SHOW")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
     let mut play = |turn| {
         if let Err(finding) = driver.play(turn) {
             findings += 1;
+            if findings <= show {
+                println!("{}", finding.summary);
+            }
             for t in finding.result.verdict.findings() {
-                let head: String = t.message.lines().next().unwrap_or("").chars().take(90).collect();
-                *kinds.entry(format!("{} [{}] {head}", t.check, t.grade.as_str())).or_default() += 1;
+                let head: String = t
+                    .message
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .take(90)
+                    .collect();
+                *kinds
+                    .entry(format!("{} [{}] {head}", t.check, t.grade.as_str()))
+                    .or_default() += 1;
             }
         }
     };

@@ -124,6 +124,10 @@ struct CommonArgs {
     /// How long one case may take in total.
     #[arg(long, value_name = "MS", default_value_t = 30000)]
     case_timeout_ms: u64,
+    /// Longest line accepted from the client; a longer one is discarded unread (and fails
+    /// `jsonrpc`), so a client cannot exhaust the harness's memory.
+    #[arg(long, value_name = "BYTES", default_value_t = 16 << 20)]
+    max_frame_bytes: usize,
 }
 
 #[derive(Args)]
@@ -187,6 +191,7 @@ fn config(common: &CommonArgs) -> Result<(RunConfig, ClientSpec)> {
     let mut cfg = RunConfig::new(scenarios)?;
     cfg.step_timeout = Duration::from_millis(common.step_timeout_ms);
     cfg.case_timeout = Duration::from_millis(common.case_timeout_ms);
+    cfg.max_frame = common.max_frame_bytes.max(1);
     let client = ClientSpec::resolve(common.client.as_deref())?;
     Ok((cfg, client))
 }
@@ -345,9 +350,14 @@ fn indent(text: &str) -> String {
 }
 
 fn list(args: SelectArgs) -> Result<ExitCode> {
+    use std::io::Write;
     let dir = suite::scenarios_dir(args.scenarios.as_deref())?;
+    let mut out = std::io::stdout().lock();
     for name in suite::trial_names(&dir, &args.filter)? {
-        println!("{name}");
+        // A closed pipe (`acp-harness list | head`) ends the listing quietly.
+        if writeln!(out, "{name}").is_err() {
+            break;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

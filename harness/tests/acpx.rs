@@ -7,6 +7,7 @@
 //! npm when missing. Without node and npm the tests skip and say so; with
 //! `ACP_HARNESS_REQUIRE=acpx` (set by .ci/run) they fail instead.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -119,7 +120,10 @@ fn acpx() -> Option<PathBuf> {
             panic!("ACP_HARNESS_REQUIRE=acpx, but node and npm were not found to install acpx")
         }
         Ok(None) => {
-            eprintln!(
+            // Straight to stderr: libtest captures eprintln! of a passing test, and a skip must
+            // be seen.
+            let _ = writeln!(
+                std::io::stderr(),
                 "SKIPPED: node and npm were not found, so acpx cannot be installed (install Node 20+ \
                  and npm, or set ACPX to an acpx 0.19 binary; ACP_HARNESS_REQUIRE=acpx turns this \
                  skip into a failure)"

@@ -60,11 +60,33 @@ fn list_names_every_trial_as_agent_version_scenario_check() {
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("opencode@1.18/edit-permission::subject-kind"),
+        stdout.contains("opencode@1.18/edit-permission") && stdout.contains("::subject-kind"),
         "{stdout}"
     );
-    assert!(
-        stdout.lines().all(|l| l.contains("edit-permission")),
-        "{stdout}"
-    );
+    for line in stdout.lines() {
+        let (case, check) = line.split_once("::").unwrap_or_else(|| panic!("{line}"));
+        let (agent_version, scenario) = case.split_once('/').unwrap_or_else(|| panic!("{line}"));
+        assert!(agent_version.contains('@'), "{line}");
+        assert!(scenario.contains("edit-permission"), "{line}");
+        assert!(!check.is_empty() && !check.contains(' '), "{line}");
+    }
+}
+
+#[test]
+fn list_into_a_closed_pipe_ends_quietly() {
+    use std::io::Read;
+    let mut child = harness()
+        .arg("list")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte, then close the pipe: the rest of the listing hits a closed pipe.
+    let mut stdout = child.stdout.take().unwrap();
+    let mut byte = [0u8; 1];
+    stdout.read_exact(&mut byte).unwrap();
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -30,7 +30,11 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
     files
         .into_iter()
         .map(|p| {
-            let name = p.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let name = p
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             (name, std::fs::read(&p).expect("seed readable"))
         })
         .collect()
@@ -89,7 +93,10 @@ fn a_field_bug_mutant_is_caught_with_a_readable_summary() {
         .expect_err("always-command shows an edit as a command");
     let s = &finding.summary;
     assert!(s.contains("subject-kind [fail]"), "{s}");
-    assert!(s.contains("reproduces on a freshly started client: yes"), "{s}");
+    assert!(
+        s.contains("reproduces on a freshly started client: yes"),
+        "{s}"
+    );
     assert!(s.contains("fuzz-to-scenario"), "{s}");
     // The client was restarted: the next turn plays on a fresh one and is graded on its own.
     let next = d

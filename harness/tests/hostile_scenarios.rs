@@ -18,37 +18,132 @@ fn corpus() -> PathBuf {
 
 /// (file, line, column, text the message must contain).
 const EXPECTED: &[(&str, usize, usize, &str)] = &[
-    ("alias-on-a-notification.toml", 10, 6, "`as` names a request, but this frame has no \"id\""),
-    ("alias-used-before-defined.toml", 9, 12, "`reply_to = \"prompt\"` names no client request"),
-    ("bad-toml-syntax.toml", 1, 10, "unclosed table, expected `]`"),
-    ("choose-unoffered-option.toml", 15, 10, "request \"perm\" does not offer option \"nope\""),
+    (
+        "alias-on-a-notification.toml",
+        10,
+        6,
+        "`as` names a request, but this frame has no \"id\"",
+    ),
+    (
+        "alias-used-before-defined.toml",
+        9,
+        12,
+        "`reply_to = \"prompt\"` names no client request",
+    ),
+    (
+        "bad-toml-syntax.toml",
+        1,
+        10,
+        "unclosed table, expected `]`",
+    ),
+    (
+        "choose-unoffered-option.toml",
+        15,
+        10,
+        "request \"perm\" does not offer option \"nope\"",
+    ),
     ("duplicate-key.toml", 4, 1, "duplicate key"),
     ("empty-file.toml", 1, 1, "missing field `scenario`"),
-    ("frame-not-an-object.toml", 9, 8, "a `send` frame must be a JSON object"),
-    ("handshake-without-profile.toml", 9, 13, "set `profile = \"agent@version\"`"),
+    (
+        "frame-not-an-object.toml",
+        9,
+        8,
+        "a `send` frame must be a JSON object",
+    ),
+    (
+        "handshake-without-profile.toml",
+        9,
+        13,
+        "set `profile = \"agent@version\"`",
+    ),
     ("id-bad-characters.toml", 2, 6, "`id` must match [a-z0-9-]+"),
-    ("id-wrong-type.toml", 2, 6, "invalid type: integer `5`, expected a string"),
-    ("invalid-frame-json.toml", 9, 26, "invalid JSON in `send`: key must be a string"),
-    ("key-not-for-step-kind.toml", 10, 9, "`frame` does not belong in a `expect` step"),
+    (
+        "id-wrong-type.toml",
+        2,
+        6,
+        "invalid type: integer `5`, expected a string",
+    ),
+    (
+        "invalid-frame-json.toml",
+        9,
+        26,
+        "invalid JSON in `send`: key must be a string",
+    ),
+    (
+        "key-not-for-step-kind.toml",
+        10,
+        9,
+        "`frame` does not belong in a `expect` step",
+    ),
     ("match-not-json.toml", 10, 19, "invalid JSON in `match`"),
     ("missing-id.toml", 1, 1, "missing field `id`"),
-    ("missing-scenario-table.toml", 1, 1, "missing field `scenario`"),
+    (
+        "missing-scenario-table.toml",
+        1,
+        1,
+        "missing field `scenario`",
+    ),
     ("not-utf8.toml", 8, 6, "the file is not valid UTF-8"),
-    ("on-case-two-conditions.toml", 17, 13, "an `on` case has exactly one condition"),
-    ("provenance-empty.toml", 6, 14, "`provenance` needs at least one entry"),
-    ("redefines-builtin-variable.toml", 9, 7, "`cwd` is set by the harness and cannot be redefined"),
-    ("reply-to-a-response.toml", 10, 9, "a response cannot be answered"),
+    (
+        "on-case-two-conditions.toml",
+        17,
+        13,
+        "an `on` case has exactly one condition",
+    ),
+    (
+        "provenance-empty.toml",
+        6,
+        14,
+        "`provenance` needs at least one entry",
+    ),
+    (
+        "redefines-builtin-variable.toml",
+        9,
+        7,
+        "`cwd` is set by the harness and cannot be redefined",
+    ),
+    (
+        "reply-to-a-response.toml",
+        10,
+        9,
+        "a response cannot be answered",
+    ),
     ("step-two-kinds.toml", 10, 8, "this one has expect and send"),
-    ("step-without-kind.toml", 8, 1, "a step needs exactly one of handshake, expect"),
-    ("timeout-wrong-type.toml", 10, 14, "invalid type: string \"soon\", expected u64"),
+    (
+        "step-without-kind.toml",
+        8,
+        1,
+        "a step needs exactly one of handshake, expect",
+    ),
+    (
+        "timeout-wrong-type.toml",
+        10,
+        14,
+        "invalid type: string \"soon\", expected u64",
+    ),
     ("unknown-fault.toml", 9, 9, "unknown fault \"explode\""),
     ("unknown-profile.toml", 7, 11, "unknown profile `nobody@9`"),
     ("unknown-step-key.toml", 9, 1, "unknown field `dance`"),
     ("unknown-table.toml", 10, 2, "unknown field `extra`"),
-    ("unknown-template-variable.toml", 9, 75, "unknown variable `${nope}`"),
-    ("unknown-user-action.toml", 9, 8, "unknown user action \"dance\""),
+    (
+        "unknown-template-variable.toml",
+        9,
+        75,
+        "unknown variable `${nope}`",
+    ),
+    (
+        "unknown-user-action.toml",
+        9,
+        8,
+        "unknown user action \"dance\"",
+    ),
     ("unterminated-template.toml", 9, 54, "unterminated `${`"),
-    ("version-not-a-string.toml", 5, 11, "invalid type: floating point `1.5`, expected a string"),
+    (
+        "version-not-a-string.toml",
+        5,
+        11,
+        "invalid type: floating point `1.5`, expected a string",
+    ),
 ];
 
 #[test]
@@ -62,7 +157,10 @@ fn every_malformed_scenario_is_rejected_with_its_place_and_problem() {
         .collect();
     on_disk.sort();
     let listed: Vec<String> = EXPECTED.iter().map(|(f, ..)| f.to_string()).collect();
-    assert_eq!(on_disk, listed, "every corpus file has exactly one expectation");
+    assert_eq!(
+        on_disk, listed,
+        "every corpus file has exactly one expectation"
+    );
     assert!(EXPECTED.len() >= 20);
 
     let mut wrong = Vec::new();
@@ -140,7 +238,11 @@ fn the_cli_lists_every_broken_file_of_a_scenarios_folder_and_runs_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let folder = dir.path().join("hostile/1");
     std::fs::create_dir_all(&folder).expect("mkdir");
-    for name in ["bad-toml-syntax.toml", "unknown-template-variable.toml", "not-utf8.toml"] {
+    for name in [
+        "bad-toml-syntax.toml",
+        "unknown-template-variable.toml",
+        "not-utf8.toml",
+    ] {
         std::fs::copy(corpus().join(name), folder.join(name)).expect("copy");
     }
     let out = dir.path().join("out");
@@ -173,11 +275,20 @@ fn bad_command_lines_get_one_clear_line_each() {
     let unwritable = unwritable.to_string_lossy();
     // (arguments, text the single error line must contain)
     let cases: &[(&[&str], &str)] = &[
-        (&["run", "--client", r#"["./c", 3]"#, "--out", &unwritable], "array of strings"),
+        (
+            &["run", "--client", r#"["./c", 3]"#, "--out", &unwritable],
+            "array of strings",
+        ),
         (&["run", "--scenarios", &missing], "is not a directory"),
-        (&["run", "--out", &unwritable], "cannot create --out directory"),
+        (
+            &["run", "--out", &unwritable],
+            "cannot create --out directory",
+        ),
         (&["run", "--client", "mutant:no-such-bug"], "no-such-bug"),
-        (&["run", "--client", "/nonexistent/profile.toml"], "/nonexistent/profile.toml"),
+        (
+            &["run", "--client", "/nonexistent/profile.toml"],
+            "/nonexistent/profile.toml",
+        ),
         (&["replay", "nobody@0/nothing"], "nobody@0/nothing"),
     ];
     let mut wrong = Vec::new();

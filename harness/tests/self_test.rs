@@ -50,6 +50,12 @@ const MUTANTS: &[(&str, &[&str])] = &[
 /// Cases in flight at once. Cases mostly wait on pipes and timers, so more than the number of
 /// cores keeps the machine busy without starving anyone.
 fn jobs() -> usize {
+    if let Some(n) = std::env::var("ACP_SELF_TEST_JOBS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        return n.max(1);
+    }
     std::thread::available_parallelism().map_or(2, |n| n.get()) * 3
 }
 
@@ -222,6 +228,15 @@ fn the_reference_passes_everything_and_each_mutant_fails_exactly_its_checks() {
             ));
         }
         failed.insert(name, got);
+    }
+    for (name, list) in &results {
+        let busy: f64 = list.iter().map(|r| r.duration.as_secs_f64()).sum();
+        let slow: Vec<String> = list
+            .iter()
+            .filter(|r| r.duration.as_secs_f64() > 2.0)
+            .map(|r| r.record.meta.case_id.clone())
+            .collect();
+        eprintln!("{name:<28} {busy:>7.1} s in cases; slow: {}", slow.len());
     }
     eprintln!(
         "{} mutants × {cases} cases (+ the reference) in {:.1} s, {} at a time\n{}",

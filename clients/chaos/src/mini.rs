@@ -271,7 +271,11 @@ impl Mini {
     /// Writes raw bytes to the agent (a write error means it is gone: logged, not fatal).
     fn write(&mut self, bytes: &[u8]) {
         if let Some(agent) = &mut self.agent {
-            if let Err(e) = agent.stdin.write_all(bytes).and_then(|()| agent.stdin.flush()) {
+            if let Err(e) = agent
+                .stdin
+                .write_all(bytes)
+                .and_then(|()| agent.stdin.flush())
+            {
                 log(&format!("cannot write to the agent: {e}"));
             }
         }
@@ -318,8 +322,10 @@ impl Mini {
             self.send(&answer);
         }
         self.send(&answer);
-        emit(json!({"type": "approval_resolved", "sessionId": session_id, "requestId": request_id,
-                    "outcome": "selected", "optionId": option_id, "by": "user"}));
+        emit(
+            json!({"type": "approval_resolved", "sessionId": session_id, "requestId": request_id,
+                    "outcome": "selected", "optionId": option_id, "by": "user"}),
+        );
     }
 
     fn cancel(&mut self, session_id: &str) {
@@ -332,8 +338,10 @@ impl Mini {
         for (request_id, sid) in mine {
             self.send(&json!({"jsonrpc": "2.0", "id": request_id,
                               "result": {"outcome": {"outcome": "cancelled"}}}));
-            emit(json!({"type": "approval_resolved", "sessionId": sid, "requestId": request_id,
-                        "outcome": "cancelled", "by": "cancel"}));
+            emit(
+                json!({"type": "approval_resolved", "sessionId": sid, "requestId": request_id,
+                        "outcome": "cancelled", "by": "cancel"}),
+            );
         }
     }
 
@@ -390,9 +398,11 @@ impl Mini {
                 Some(json!({"optionId": option_id, "label": label}))
             })
             .collect();
-        emit(json!({"type": "approval", "sessionId": session_id, "requestId": id,
+        emit(
+            json!({"type": "approval", "sessionId": session_id, "requestId": id,
                     "toolCallId": params["toolCall"]["toolCallId"], "subject": "command",
-                    "options": buttons}));
+                    "options": buttons}),
+        );
         self.approvals.push((id, session_id));
     }
 
@@ -455,7 +465,8 @@ impl Mini {
                 if let Some(agent) = &mut self.agent {
                     let mut out = BufWriter::new(&mut agent.stdin);
                     for n in 0..100_000u32 {
-                        let line = json!({"jsonrpc": "2.0", "method": "chaos/flood", "params": {"n": n}});
+                        let line =
+                            json!({"jsonrpc": "2.0", "method": "chaos/flood", "params": {"n": n}});
                         if writeln!(out, "{line}").is_err() {
                             break;
                         }

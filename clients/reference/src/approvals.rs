@@ -51,9 +51,10 @@ pub fn parse_options(options: &[Value]) -> (Vec<PermissionOption>, Vec<Value>) {
     (parsed, skipped)
 }
 
-/// Button labels, one per option in offer order. A careful editor never shows two identical
-/// buttons: a name shared by several options gets its kind appended ("Allow (allow always)"),
-/// then its optionId, then its position, until every label is unique.
+/// Button labels, one per option in offer order. A careful editor never shows two buttons a
+/// person cannot tell apart (same text up to case and surrounding spaces): a name shared by
+/// several options gets its kind appended ("Allow (allow always)"), then its optionId, then its
+/// position, until every label is distinct.
 pub fn labels(options: &[PermissionOption]) -> Vec<String> {
     let mut labels: Vec<String> = options
         .iter()
@@ -66,9 +67,14 @@ pub fn labels(options: &[PermissionOption]) -> Vec<String> {
             }
         })
         .collect();
-    for round in 0..3 {
-        let colliding: Vec<usize> = (0..labels.len())
-            .filter(|&i| labels.iter().filter(|l| **l == labels[i]).count() > 1)
+    // Labels a person cannot tell apart collide: "Allow", "allow " and "ALLOW" are one label.
+    // Position suffixes repeat until every label is distinct (bounded: each round makes the
+    // colliding labels differ in one more place).
+    let key = |label: &str| label.trim().to_lowercase();
+    for round in 0..labels.len() + 3 {
+        let keys: Vec<String> = labels.iter().map(|l| key(l)).collect();
+        let colliding: Vec<usize> = (0..keys.len())
+            .filter(|&i| keys.iter().filter(|k| **k == keys[i]).count() > 1)
             .collect();
         if colliding.is_empty() {
             break;
@@ -185,6 +191,20 @@ mod tests {
         assert_eq!(l[2], "Reject (reject once) [r1]");
         assert_eq!(l[3], "Reject (reject once) [r2] #4");
         assert_eq!(l[4], "Reject (reject once) [r2] #5");
+    }
+
+    #[test]
+    fn labels_differing_only_in_case_or_spaces_are_made_distinguishable() {
+        let o = opts(json!([
+            {"optionId": "a", "name": "Allow", "kind": "allow_once"},
+            {"optionId": "b", "name": "allow ", "kind": "allow_once"},
+            {"optionId": "c", "name": "ALLOW", "kind": "reject_once"},
+        ]));
+        let l = labels(&o);
+        let keys: std::collections::BTreeSet<String> =
+            l.iter().map(|l| l.trim().to_lowercase()).collect();
+        assert_eq!(keys.len(), 3, "{l:?}");
+        assert_eq!(l[2], "ALLOW (reject once)");
     }
 
     #[test]

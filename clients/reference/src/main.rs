@@ -6,8 +6,8 @@
 //! newline-delimited JSON-RPC 2.0 with it, and speaks the control protocol v1
 //! (`harness/CONTROL.md`) on its own stdin/stdout. Diagnostics go to stderr.
 //!
-//! One file per concern: `rpc` (wire), `control` (adapter), `client` (sessions and turns),
-//! `timeline` (tool call items), `subject` (classification), `approvals`, `fs`, `mutation`.
+//! The modules live in the library (`src/lib.rs`), one file per concern; this file is the
+//! command line.
 
 use std::process::ExitCode;
 
@@ -18,14 +18,7 @@ macro_rules! log {
     };
 }
 
-mod approvals;
-mod client;
-mod control;
-mod fs;
-mod mutation;
-mod rpc;
-mod subject;
-mod timeline;
+use acp_reference_client::{client, control, mutation};
 
 use mutation::Mutant;
 

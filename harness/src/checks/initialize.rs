@@ -142,7 +142,8 @@ fn check_params(init: &WireMsg<'_>, problems: &mut Problems) {
     }
     let info = params.and_then(|p| p.get("clientInfo"));
     let named = info.is_some_and(|i| {
-        i.get("name").is_some_and(Value::is_string) && i.get("version").is_some_and(Value::is_string)
+        i.get("name").is_some_and(Value::is_string)
+            && i.get("version").is_some_and(Value::is_string)
     });
     if !named {
         problems.warn(
@@ -257,7 +258,10 @@ fn check_honest(model: &WireModel<'_>, conn: u32, msgs: &[&WireMsg<'_>], problem
         return;
     };
     let claims = |pointer: &str| init.pointer(pointer).and_then(Value::as_bool) == Some(true);
-    for m in msgs.iter().filter(|m| m.from == Side::Agent && m.is_request()) {
+    for m in msgs
+        .iter()
+        .filter(|m| m.from == Side::Agent && m.is_request())
+    {
         let Some(method) = m.method() else { continue };
         let capability = match method {
             "fs/read_text_file" => "/clientCapabilities/fs/readTextFile",
@@ -316,8 +320,10 @@ mod tests {
     #[test]
     fn session_new_before_the_initialize_answer_fails() {
         let c = Case::wire_only();
-        c.c2a(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,
-            "clientInfo":{"name":"t","version":"1"}}}));
+        c.c2a(
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,
+            "clientInfo":{"name":"t","version":"1"}}}),
+        );
         let early = c.c2a(json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
         let answer = c.a2c(json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}));
         let f = c.grade(&Initialize);
@@ -342,9 +348,15 @@ mod tests {
         c.c2a(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}));
         assert_grade(&c.grade(&Initialize), Grade::Warn, "no clientInfo");
         let c = Case::wire_only();
-        c.c2a(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1.0",
-            "clientInfo":{"name":"t","version":"1"}}}));
-        assert_grade(&c.grade(&Initialize), Grade::Fail, "protocolVersion \"1.0\"");
+        c.c2a(
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"1.0",
+            "clientInfo":{"name":"t","version":"1"}}}),
+        );
+        assert_grade(
+            &c.grade(&Initialize),
+            Grade::Fail,
+            "protocolVersion \"1.0\"",
+        );
     }
 
     #[test]
@@ -352,8 +364,10 @@ mod tests {
         let c = Case::wire_only();
         c.handshake();
         c.c2a(json!({"jsonrpc":"2.0","id":5,"method":"session/load","params":{"sessionId":SID,"cwd":WS,"mcpServers":[]}}));
-        c.c2a(json!({"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"sessionId":SID,
-            "prompt":[{"type":"image","data":"AA==","mimeType":"image/png"}]}}));
+        c.c2a(
+            json!({"jsonrpc":"2.0","id":6,"method":"session/prompt","params":{"sessionId":SID,
+            "prompt":[{"type":"image","data":"AA==","mimeType":"image/png"}]}}),
+        );
         let f = c.grade(&Initialize);
         assert_grade(&f, Grade::Fail, "session/load");
         assert!(f.message.contains("loadSession (#25)"), "{}", f.message);

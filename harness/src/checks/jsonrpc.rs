@@ -222,7 +222,8 @@ mod tests {
     #[test]
     fn a_line_over_the_frame_limit_fails() {
         let c = base();
-        let note = c.note(json!({"type":"frame_too_long","conn":1,"bytes":52428800,"max":16777216}));
+        let note =
+            c.note(json!({"type":"frame_too_long","conn":1,"bytes":52428800,"max":16777216}));
         let f = c.grade(&JsonRpc);
         assert_grade(
             &f,

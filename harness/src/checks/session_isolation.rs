@@ -166,7 +166,10 @@ fn check_cancels(model: &WireModel<'_>, problems: &mut Problems) {
         if before.iter().any(|c| c.session_id == session_id) {
             return None;
         }
-        before.into_iter().rev().find(|c| c.session_id != session_id)
+        before
+            .into_iter()
+            .rev()
+            .find(|c| c.session_id != session_id)
     };
     for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
         if !msg.is_notification_for("session/cancel") {
@@ -240,17 +243,25 @@ mod tests {
         c.a2c(json!({"jsonrpc":"2.0","id":3,"result":{"sessionId":SID2}}));
         c.ev(json!({"type":"session_opened","session":"s2","sessionId":SID2}));
         c.prompt();
-        c.c2a(json!({"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":SID2,
-            "prompt":[{"type":"text","text":"go"}]}}));
-        c.permission(json!(10), json!({"toolCallId":"t","kind":"execute"}), opts3());
+        c.c2a(
+            json!({"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{"sessionId":SID2,
+            "prompt":[{"type":"text","text":"go"}]}}),
+        );
+        c.permission(
+            json!(10),
+            json!({"toolCallId":"t","kind":"execute"}),
+            opts3(),
+        );
         c.a2c(json!({"jsonrpc":"2.0","id":11,"method":"session/request_permission",
             "params":{"sessionId":SID2,"toolCall":{"toolCallId":"t","kind":"execute"},"options":opts3()}}));
         c
     }
 
     fn card(c: &Case, session: &str, id: u64) -> usize {
-        c.ev(json!({"type":"approval","sessionId":session,"requestId":id,"toolCallId":"t",
-            "subject":"command","options":buttons3()}))
+        c.ev(
+            json!({"type":"approval","sessionId":session,"requestId":id,"toolCallId":"t",
+            "subject":"command","options":buttons3()}),
+        )
     }
 
     #[test]
@@ -283,12 +294,11 @@ mod tests {
         let wrong = card(&c, SID2, 10);
         card(&c, SID2, 11);
         let f = c.grade(&SessionIsolation);
-        assert_grade(
-            &f,
-            Grade::Fail,
-            &format!("approval #{wrong} for request"),
+        assert_grade(&f, Grade::Fail, &format!("approval #{wrong} for request"));
+        assert!(
+            f.message
+                .contains("is shown in session \"ses_2\", but session \"ses_1\" asked")
         );
-        assert!(f.message.contains("is shown in session \"ses_2\", but session \"ses_1\" asked"));
     }
 
     #[test]
@@ -327,9 +337,12 @@ mod tests {
         c.cmd(json!({"type":"new_session","seq":3,"session":"s2","cwd":WS}));
         c.c2a(json!({"jsonrpc":"2.0","id":3,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
         c.a2c(json!({"jsonrpc":"2.0","id":3,"result":{"sessionId":SID2}}));
-        let announced = c.update(json!({"sessionUpdate":"tool_call","toolCallId":"only-in-1","title":"x"}));
-        let item = c.ev(json!({"type":"item","sessionId":SID2,"toolCallId":"only-in-1",
-            "itemType":"generic","status":"pending","title":"x"}));
+        let announced =
+            c.update(json!({"sessionUpdate":"tool_call","toolCallId":"only-in-1","title":"x"}));
+        let item = c.ev(
+            json!({"type":"item","sessionId":SID2,"toolCallId":"only-in-1",
+            "itemType":"generic","status":"pending","title":"x"}),
+        );
         let f = c.grade(&SessionIsolation);
         assert_grade(
             &f,

@@ -7,9 +7,10 @@
 //!
 //! Grading: a change of `itemType` is `fail`, listing the types with their frame indices
 //! (`file_change #11 → command #16 → file_change #19`). Kind MAY change through a
-//! `tool_call_update` (#57), so when *every* change of the item type follows a change of the tool
-//! call's effective kind on the wire (between the two item events; `other` after a specific kind
-//! is no change, as in the effective tool call), or of the subject it implies (with kind `other`
+//! `tool_call_update` (#57), so when *every* change of the item type follows its own change of
+//! the tool call's effective kind on the wire (matched in order, each before the item event that
+//! shows it; `other` after a specific kind is no change, as in the effective tool call), or of the
+//! subject it implies (with kind `other`
 //! or none, a `rawInput.command`, diff or locations that the agent added later, DESIGN §5.1), the
 //! grade is `warn` and the message says the agent changed the tool call itself.
 
@@ -66,11 +67,15 @@ impl Check for StableItemType {
             // One explanation per frame: the kind change, if the frame changed the kind.
             kind_changes.sort_by_key(|(i, _, _)| *i);
             kind_changes.dedup_by_key(|(i, _, _)| *i);
-            // Every change must be preceded (since the previous item event) by a kind change.
+            // Every change must be preceded by its own change on the wire, in order. The client
+            // reports an item after it read the frame, so several frames sent at once may all be
+            // recorded before the items that follow them: match each item change with the
+            // earliest wire change not used yet, as long as it came before the new item.
             let mut explained = Vec::new();
+            let mut unused = kind_changes.iter();
             for pair in runs.windows(2) {
-                let (from, to) = (pair[0].0, pair[1].0);
-                match kind_changes.iter().find(|(i, _, _)| *i > from && *i < to) {
+                let to = pair[1].0;
+                match unused.next().filter(|(i, _, _)| *i < to) {
                     Some(change) => explained.push(*change),
                     None => {
                         explained.clear();
@@ -181,7 +186,28 @@ mod tests {
         );
         c.item("c", "command");
         let f = c.grade(&StableItemType);
-        assert_grade(&f, Grade::Warn, &format!("\"generic\" → \"command\" at #{k}"));
+        assert_grade(
+            &f,
+            Grade::Warn,
+            &format!("\"generic\" → \"command\" at #{k}"),
+        );
+    }
+
+    #[test]
+    fn frames_sent_together_explain_the_items_that_follow() {
+        // The announcement and a request with another kind reach the client in one write: both
+        // frames are recorded before both item events.
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.update(json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"e","kind":"edit"}));
+        c.permission(json!(0), json!({"toolCallId":"c","kind":"read"}), opts3());
+        c.item("c", "file_change");
+        c.item("c", "read");
+        assert_eq!(c.grade(&StableItemType).grade, Grade::Warn);
+        // One wire change cannot explain two item changes (the flip back).
+        c.item("c", "file_change");
+        assert_eq!(c.grade(&StableItemType).grade, Grade::Fail);
     }
 
     #[test]

@@ -210,7 +210,10 @@ impl Driver {
         let cfg = self.cfg.clone();
         let live = &mut self.live;
         let (record, restart) = self.runtime.block_on(async {
-            if live.as_ref().is_some_and(|l| l.turns >= cfg.turns_per_client) {
+            if live
+                .as_ref()
+                .is_some_and(|l| l.turns >= cfg.turns_per_client)
+            {
                 if let Some(old) = live.take() {
                     old.shutdown().await;
                 }
@@ -298,7 +301,8 @@ impl Live {
         };
         let paths = (|| -> std::io::Result<_> {
             let root = dir.path().canonicalize()?;
-            let (work, outside, home) = (root.join("work"), root.join("outside"), root.join("home"));
+            let (work, outside, home) =
+                (root.join("work"), root.join("outside"), root.join("home"));
             for d in [&work, &outside, &home] {
                 std::fs::create_dir(d)?;
             }
@@ -335,7 +339,10 @@ impl Live {
             "ACP_HARNESS_AGENT".into(),
             serde_json::to_string(&agent_argv).unwrap_or_default(),
         ));
-        env.push(("ACP_HARNESS_CWD".into(), work.to_string_lossy().into_owned()));
+        env.push((
+            "ACP_HARNESS_CWD".into(),
+            work.to_string_lossy().into_owned(),
+        ));
         let mut launched = match launch::launch(&argv, &env, &work) {
             Ok(l) => l,
             Err(e) => {
@@ -351,7 +358,10 @@ impl Live {
         let (inbox_tx, inbox) = mpsc::unbounded_channel();
         let (Some(stdin), Some(stdout)) = (launched.stdin.take(), launched.stdout.take()) else {
             launched.finish(Duration::ZERO).await;
-            return Err(Box::new(failed_start(cfg, "client stdio not captured".into())));
+            return Err(Box::new(failed_start(
+                cfg,
+                "client stdio not captured".into(),
+            )));
         };
         tokio::spawn(read_plane(stdout, false, inbox_tx.clone()));
         let mut live = Live {
@@ -396,7 +406,9 @@ impl Live {
     ) -> Result<(), Stop> {
         let mut mail = Mailbox::default();
         let hello = self
-            .wait(slice, &mut mail, timeout, "hello", |m, s| is_event(m, s, "hello"))
+            .wait(slice, &mut mail, timeout, "hello", |m, s| {
+                is_event(m, s, "hello")
+            })
             .await?;
         let hello = slice.json(hello).cloned().unwrap_or_default();
         if hello.get("version").and_then(Value::as_i64) != Some(1) {
@@ -407,7 +419,11 @@ impl Live {
         }
         self.supports = hello["supports"]
             .as_array()
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
             .unwrap_or_default();
         let missing: Vec<&str> = ["new_session", "prompt", "choose", "cancel"]
             .into_iter()
@@ -453,8 +469,12 @@ impl Live {
             })
             .await?;
         let id = slice.json(new).and_then(|j| j.get("id")).cloned();
-        self.send(slice, vec![reply(id, json!({"sessionId": SESSION_ID}))], timeout)
-            .await?;
+        self.send(
+            slice,
+            vec![reply(id, json!({"sessionId": SESSION_ID}))],
+            timeout,
+        )
+        .await?;
         self.wait(slice, &mut mail, timeout, "session_opened", |m, s| {
             is_event(m, s, "session_opened")
         })
@@ -463,7 +483,12 @@ impl Live {
     }
 
     /// Plays one turn; returns its case record and whether the client must be restarted.
-    async fn play(&mut self, turn: &PermissionTurn, n: u64, cfg: &DriverConfig) -> (CaseRecord, bool) {
+    async fn play(
+        &mut self,
+        turn: &PermissionTurn,
+        n: u64,
+        cfg: &DriverConfig,
+    ) -> (CaseRecord, bool) {
         self.turns += 1;
         let mut slice = Slice::new(self.started, &self.prefix);
         let end = match self.turn(&mut slice, turn, n, cfg.step_timeout).await {
@@ -520,16 +545,26 @@ impl Live {
         };
         let answer = match turn.action {
             Action::Leave => {
-                self.wait(slice, &mut mail, timeout, "the answer to the permission request", is_answer)
-                    .await?
+                self.wait(
+                    slice,
+                    &mut mail,
+                    timeout,
+                    "the answer to the permission request",
+                    is_answer,
+                )
+                .await?
             }
             Action::Choose(_) | Action::Cancel => {
                 // The user acts once the card is shown; a client whose policy answers first
                 // shows no card, and there is nothing to click.
                 let first = self
-                    .wait_keep(slice, &mut mail, timeout, "the approval card (or a policy answer)", |m, s| {
-                        is_card(m, s) || is_answer(m, s)
-                    })
+                    .wait_keep(
+                        slice,
+                        &mut mail,
+                        timeout,
+                        "the approval card (or a policy answer)",
+                        |m, s| is_card(m, s) || is_answer(m, s),
+                    )
                     .await?;
                 if is_card(&first, slice) {
                     let seq = match (turn.action, turn.chosen()) {
@@ -553,9 +588,13 @@ impl Live {
                                 == Some(seq)
                     };
                     let got = self
-                        .wait(slice, &mut mail, timeout, "the answer to the permission request", |m, s| {
-                            is_answer(m, s) || is_error(m, s)
-                        })
+                        .wait(
+                            slice,
+                            &mut mail,
+                            timeout,
+                            "the answer to the permission request",
+                            |m, s| is_answer(m, s) || is_error(m, s),
+                        )
                         .await?;
                     if !is_answer(&Msg::Wire(got), slice) {
                         let message = slice
@@ -583,18 +622,25 @@ impl Live {
         if cancelled {
             self.wait(slice, &mut mail, timeout, "session/cancel", |m, s| {
                 matches!(m, Msg::Wire(_))
-                    && slice_json(m, s).and_then(|j| j.get("method")).and_then(Value::as_str)
+                    && slice_json(m, s)
+                        .and_then(|j| j.get("method"))
+                        .and_then(Value::as_str)
                         == Some("session/cancel")
             })
             .await?;
         }
         let mut out = Vec::new();
-        out.extend(names.finish(turn, answer == Answer::Allowed && turn.action != Action::Cancel));
+        out.extend(names.finish(
+            turn,
+            answer == Answer::Allowed && turn.action != Action::Cancel,
+        ));
         out.push(reply(prompt_id, frames::prompt_result(cancelled)));
         self.send(slice, out, timeout).await?;
         self.wait(slice, &mut mail, timeout, "the end of the turn", |m, s| {
             is_event(m, s, "turn")
-                && slice_json(m, s).and_then(|j| j.get("state")).and_then(Value::as_str)
+                && slice_json(m, s)
+                    .and_then(|j| j.get("state"))
+                    .and_then(Value::as_str)
                     != Some("running")
         })
         .await?;
@@ -622,7 +668,12 @@ impl Live {
     }
 
     /// Sends agent frames in one write.
-    async fn send(&mut self, slice: &mut Slice, frames: Vec<Value>, timeout: Duration) -> Result<(), Stop> {
+    async fn send(
+        &mut self,
+        slice: &mut Slice,
+        frames: Vec<Value>,
+        timeout: Duration,
+    ) -> Result<(), Stop> {
         let mut bytes = String::new();
         for frame in frames {
             let (_, line) = slice.push_sent(CONN, Direction::AgentToClient, frame);
@@ -634,8 +685,12 @@ impl Live {
         };
         match tokio::time::timeout(timeout, wire.write_all(bytes.as_bytes())).await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(Stop::Closed(format!("the client closed the agent connection: {e}"))),
-            Err(_) => Err(Stop::Timeout("the client does not read from its agent".into())),
+            Ok(Err(e)) => Err(Stop::Closed(format!(
+                "the client closed the agent connection: {e}"
+            ))),
+            Err(_) => Err(Stop::Timeout(
+                "the client does not read from its agent".into(),
+            )),
         }
     }
 
@@ -648,7 +703,9 @@ impl Live {
         what: &str,
         mut pred: impl FnMut(&Msg, &Slice) -> bool,
     ) -> Result<usize, Stop> {
-        let msg = self.wait_keep(slice, mail, timeout, what, &mut pred).await?;
+        let msg = self
+            .wait_keep(slice, mail, timeout, what, &mut pred)
+            .await?;
         mail.take(&msg);
         Ok(msg.index())
     }
@@ -725,7 +782,11 @@ impl Live {
                 slice.note(json!({"type":"frame_too_long","bytes":len,"wire":wire}));
             }
             Inbound::Closed { wire } => {
-                let plane = if wire { "agent connection" } else { "control plane (stdout)" };
+                let plane = if wire {
+                    "agent connection"
+                } else {
+                    "control plane (stdout)"
+                };
                 return Err(Stop::Closed(format!("the client closed its {plane}")));
             }
         }
@@ -739,15 +800,23 @@ impl Live {
                 Some(exit) => crashed(&exit, &reason),
                 None => RunEnd::Incomplete { step: 0, reason },
             },
-            Stop::Closed(reason) => match self.launched.exit_within(Duration::from_millis(500)).await {
-                Some(exit) => crashed(&exit, &reason),
-                None => RunEnd::Incomplete { step: 0, reason },
-            },
+            Stop::Closed(reason) => {
+                match self.launched.exit_within(Duration::from_millis(500)).await {
+                    Some(exit) => crashed(&exit, &reason),
+                    None => RunEnd::Incomplete { step: 0, reason },
+                }
+            }
             Stop::Protocol(reason) => RunEnd::HarnessError { reason },
         }
     }
 
-    fn record(&self, transcript: Vec<Entry>, end: RunEnd, n: u64, cfg: &DriverConfig) -> CaseRecord {
+    fn record(
+        &self,
+        transcript: Vec<Entry>,
+        end: RunEnd,
+        n: u64,
+        cfg: &DriverConfig,
+    ) -> CaseRecord {
         let mut record = failed_start(cfg, String::new());
         record.meta.case_id = case_id(n);
         record.transcript = transcript;
@@ -779,7 +848,10 @@ fn crashed(exit: &launch::ExitInfo, reason: &str) -> RunEnd {
     RunEnd::Crash {
         exit_code: exit.code,
         signal: exit.signal.clone(),
-        reason: format!("the client exited during the turn: {} ({reason})", exit.describe()),
+        reason: format!(
+            "the client exited during the turn: {} ({reason})",
+            exit.describe()
+        ),
     }
 }
 
@@ -881,7 +953,9 @@ async fn read_plane(
     let mut frames = FrameReader::new(reader, MAX_LINE);
     loop {
         let inbound = match frames.next_frame().await {
-            Ok(Some(Frame::Line(bytes) | Frame::Unterminated(bytes))) if wire => Inbound::Wire(bytes),
+            Ok(Some(Frame::Line(bytes) | Frame::Unterminated(bytes))) if wire => {
+                Inbound::Wire(bytes)
+            }
             Ok(Some(Frame::Line(bytes) | Frame::Unterminated(bytes))) => Inbound::Control(bytes),
             Ok(Some(Frame::TooLong { len })) => Inbound::TooLong { wire, len },
             Ok(None) | Err(_) => {

@@ -124,7 +124,12 @@ impl Names<'_> {
 
     /// The fields of a tool call after `toolCallId`, in the order real agents write them.
     /// `title_required`: a `tool_call` (not an update) must carry a title.
-    fn tool_fields(&self, shape: &ToolCallShape, out: &mut Map<String, Value>, title_required: bool) {
+    fn tool_fields(
+        &self,
+        shape: &ToolCallShape,
+        out: &mut Map<String, Value>,
+        title_required: bool,
+    ) {
         match (&shape.title, title_required) {
             (Some(t), _) => {
                 out.insert("title".into(), self.text(t).into());
@@ -257,7 +262,10 @@ pub enum Answer {
 /// a regression scenario's `await` cases branch: `selected` allow kinds, `cancelled`, otherwise).
 pub fn answer_of(turn: &PermissionTurn, response: &Value) -> Answer {
     let outcome = response.pointer("/result/outcome");
-    match outcome.and_then(|o| o.get("outcome")).and_then(Value::as_str) {
+    match outcome
+        .and_then(|o| o.get("outcome"))
+        .and_then(Value::as_str)
+    {
         Some("cancelled") => Answer::Cancelled,
         Some("selected") => {
             let id = outcome
@@ -348,12 +356,16 @@ mod tests {
     fn answers_are_read_like_the_scenario_branches() {
         let turn = decode(br#"{"request":{"sparse":{"kind":"edit"}},"options":[{"id":"a","name":"A","kind":"allow_once"},{"id":"a","name":"B","kind":"reject_once"},{"id":"r","name":"R","kind":"reject_always"}],"action":"cancel"}"#)
             .expect("decodes");
-        let sel = |id: &str| json!({"result": {"outcome": {"outcome": "selected", "optionId": id}}});
+        let sel =
+            |id: &str| json!({"result": {"outcome": {"outcome": "selected", "optionId": id}}});
         assert_eq!(answer_of(&turn, &sel("a")), Answer::Allowed);
         assert_eq!(answer_of(&turn, &sel("r")), Answer::Denied);
         assert_eq!(answer_of(&turn, &sel("nope")), Answer::Denied);
         assert_eq!(
-            answer_of(&turn, &json!({"result": {"outcome": {"outcome": "cancelled"}}})),
+            answer_of(
+                &turn,
+                &json!({"result": {"outcome": {"outcome": "cancelled"}}})
+            ),
             Answer::Cancelled
         );
         assert_eq!(

@@ -94,8 +94,10 @@ impl Log {
 
     fn item(&mut self, shown: Option<ItemShown>) {
         if let Some(item) = shown {
-            self.event(json!({"type":"item","sessionId":SESSION_ID,"toolCallId":TOOL_CALL_ID,
-                "itemType":item.item_type,"status":item.status,"title":item.title}));
+            self.event(
+                json!({"type":"item","sessionId":SESSION_ID,"toolCallId":TOOL_CALL_ID,
+                "itemType":item.item_type,"status":item.status,"title":item.title}),
+            );
         }
     }
 }
@@ -135,8 +137,10 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
         .iter()
         .map(|(id, label)| json!({"optionId": id, "label": label}))
         .collect();
-    log.event(json!({"type":"approval","sessionId":SESSION_ID,"requestId":request_id,
-        "toolCallId":TOOL_CALL_ID,"subject":card.subject,"options":buttons}));
+    log.event(
+        json!({"type":"approval","sessionId":SESSION_ID,"requestId":request_id,
+        "toolCallId":TOOL_CALL_ID,"subject":card.subject,"options":buttons}),
+    );
 
     let selected = match (turn.action, turn.chosen()) {
         (Action::Choose(_), Some(option)) => {
@@ -205,7 +209,11 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
     }
     // A finding: give the entries their raw text and regrade with the frames cited.
     for entry in &mut record.transcript {
-        entry.raw = entry.json.as_ref().map(Value::to_string).unwrap_or_default();
+        entry.raw = entry
+            .json
+            .as_ref()
+            .map(Value::to_string)
+            .unwrap_or_default();
     }
     let verdict = Verdict {
         trials: crate::checks::grade_case(&record)

@@ -251,7 +251,7 @@ pub enum RequestShape {
     /// codex-acp TS 1.6: `{toolCallId, kind, status: "pending"}` and nothing else.
     Sparse { kind: Kind },
     /// Every field the shape gives.
-    Full(ToolCallShape),
+    Full(Box<ToolCallShape>),
 }
 
 /// `PermissionOptionKind`.
@@ -524,11 +524,11 @@ mod tests {
         let turn = PermissionTurn {
             announce: None,
             progress: None,
-            request: RequestShape::Full(ToolCallShape {
+            request: RequestShape::Full(Box::new(ToolCallShape {
                 title: Some(long.clone()),
                 locations: Some(vec![Location::default(); 20]),
                 ..Default::default()
-            }),
+            })),
             request_id: IdStyle::Number,
             options: vec![
                 OptionShape {

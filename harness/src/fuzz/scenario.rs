@@ -97,10 +97,17 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
             "# Option ids containing `${{` were written without the `$` (a choose step cannot name them)."
         );
     }
-    let _ = writeln!(w, "# Input (a JSON seed for the fuzz target):\n#   {input}\n");
+    let _ = writeln!(
+        w,
+        "# Input (a JSON seed for the fuzz target):\n#   {input}\n"
+    );
     let _ = writeln!(w, "[scenario]");
     let _ = writeln!(w, "id = {}", basic(id));
-    let _ = writeln!(w, "title = {}", basic(&format!("Fuzz regression: {summary}")));
+    let _ = writeln!(
+        w,
+        "title = {}",
+        basic(&format!("Fuzz regression: {summary}"))
+    );
     let _ = writeln!(w, "agent = \"{AGENT}\"\nversion = \"{VERSION}\"");
     let _ = writeln!(
         w,
@@ -127,7 +134,10 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
             ("reply", "'{\"sessionId\":\"${sessionId}\"}'".to_owned()),
         ],
     );
-    step(w, &[("user", basic("prompt")), ("text", basic("fuzz turn"))]);
+    step(
+        w,
+        &[("user", basic("prompt")), ("text", basic("fuzz turn"))],
+    );
     step(
         w,
         &[("expect", basic("session/prompt")), ("as", basic("prompt"))],
@@ -155,13 +165,7 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
             ],
         ),
         (Action::Leave, _) => step(w, &[("send", literal(&names.withdraw(&request_id)))]),
-        _ => step(
-            w,
-            &[
-                ("user", basic("cancel")),
-                ("pending", basic("perm")),
-            ],
-        ),
+        _ => step(w, &[("user", basic("cancel")), ("pending", basic("perm"))]),
     }
     step(w, &[("await", basic("perm"))]);
     let finish = |allowed: bool| -> String {
@@ -238,9 +242,10 @@ pub fn write_regression(artifact: &Path, regressions: &Path, id: Option<&str>) -
     let dir = regressions.join(VERSION);
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(format!("{id}.toml"));
-    let name = artifact
-        .file_name()
-        .map_or_else(|| artifact.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = artifact.file_name().map_or_else(
+        || artifact.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     let text = to_scenario(&turn, &id, &name);
     std::fs::write(&path, &text).with_context(|| format!("cannot write {}", path.display()))?;
     if let Err(e) = acp_fake_agents::scenario::load(&path) {

@@ -98,12 +98,20 @@ mod tests {
     #[test]
     fn numbers_after_the_prefix_and_parses_like_the_recorder() {
         let mut first = Slice::new(Instant::now(), &[]);
-        first.push_raw(1, Direction::ClientToAgent, br#"{"jsonrpc":"2.0","method":"x"}"#);
+        first.push_raw(
+            1,
+            Direction::ClientToAgent,
+            br#"{"jsonrpc":"2.0","method":"x"}"#,
+        );
         let prefix = first.into_entries();
         let mut s = Slice::new(Instant::now(), &prefix);
         let a = s.push_raw(1, Direction::ClientToAgent, b"not json");
         let b = s.push_raw(1, Direction::ClientToAgent, &[0xff]);
-        let (c, line) = s.push_sent(1, Direction::AgentToClient, json!({"id": 1, "result": null}));
+        let (c, line) = s.push_sent(
+            1,
+            Direction::AgentToClient,
+            json!({"id": 1, "result": null}),
+        );
         assert_eq!((a, b, c), (1, 2, 3));
         assert!(s.json(a).is_none());
         assert!(s.entries()[b].invalid_utf8);

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Nightly fuzzing of the permission mapping (fuzz/README.md): both cargo-fuzz targets within a
+# time budget, the corpus kept between runs (and minimized with cmin), every finding minimized
+# with tmin and turned into a regression scenario that `cargo test` then runs.
+# ci/nightly-fuzz.yml runs this script on a schedule.
+#
+# Usage: fuzz/run-nightly.sh [SECONDS]          (default: $FUZZ_SECONDS, else 3600)
+#
+# Environment:
+#   FUZZ_SECONDS        total time budget in seconds, split 2:1 between permission_mapping (the
+#                       client over pipes) and mapping_inprocess (the reference mapping in-process)
+#   ACP_HARNESS_CLIENT  client under test for permission_mapping: a JSON argv array of an
+#                       adapter-bearing client, a client profile, `mutant:<name>`, or unset for the
+#                       reference client (built here in release mode)
+#   RUSTC_BOOTSTRAP     set to 1 by this script: cargo-fuzz passes nightly-only compiler flags,
+#                       which a stable toolchain accepts with it (a nightly toolchain works too)
+#
+# Layout (relative to the repository root):
+#   fuzz/seeds/permission_mapping/   committed seeds (read only; `cargo test` replays them)
+#   fuzz/corpus/<target>/            the growing corpus, kept between runs (cache it in CI)
+#   fuzz/artifacts/<target>/         crash inputs, and `minimized-<name>` after tmin
+#   fuzz/artifacts/summary.md        what this run found (for $GITHUB_STEP_SUMMARY)
+#   scenarios/regressions/fuzz/      the regression scenarios made from the findings
+#
+# Exit status: 0 nothing found, 1 findings (scenarios written), 2 setup failure.
+set -uo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 2
+budget=${1:-${FUZZ_SECONDS:-3600}}
+case $budget in
+  '' | *[!0-9]*) echo "run-nightly: the budget must be a number of seconds, got '$budget'" >&2; exit 2 ;;
+esac
+export RUSTC_BOOTSTRAP=1
+# No sanitizer: the targets are safe Rust, and the client under test runs in its own process.
+# Every cargo-fuzz call gets the same flags, so the targets are built once.
+flags=(-s none)
+seeds=fuzz/seeds/permission_mapping
+summary=fuzz/artifacts/summary.md
+mkdir -p fuzz/artifacts
+
+echo "== building the harness, the reference client and the fake agent (release)"
+cargo build --release -p acp-harness -p acp-reference-client -p acp-fake-agents || exit 2
+export ACP_HARNESS_REFERENCE_CLIENT="$root/target/release/acp-reference-client"
+export ACP_HARNESS_FAKE_AGENT="$root/target/release/acp-fake-agent"
+harness="$root/target/release/acp-harness"
+echo "== building the fuzz targets"
+cargo fuzz build "${flags[@]}" || exit 2
+
+# fuzz TARGET SECONDS: fuzz, keep going after findings, then minimize the corpus.
+fuzz() {
+  local target=$1 secs=$2
+  local corpus=fuzz/corpus/$target artifacts=fuzz/artifacts/$target
+  mkdir -p "$corpus" "$artifacts"
+  echo "== $target: ${secs}s, corpus of $(find "$corpus" -type f | wc -l) inputs"
+  # -fork=1 -ignore_crashes=1: a finding is saved and fuzzing goes on in a fresh process.
+  # -timeout: a turn waits at most ACP_FUZZ_STEP_TIMEOUT_MS per step, far below this.
+  cargo fuzz run "${flags[@]}" "$target" "$corpus" "$seeds" -- \
+    -max_total_time="$secs" -fork=1 -ignore_crashes=1 -timeout=120 \
+    -artifact_prefix="$artifacts/" -print_final_stats=1
+  echo "== $target: cmin"
+  cargo fuzz cmin "${flags[@]}" "$target" "$corpus"
+}
+
+fuzz permission_mapping $((budget * 2 / 3))
+fuzz mapping_inprocess $((budget - budget * 2 / 3))
+
+# Every new finding: tmin, then a regression scenario, then a replay of that scenario.
+found=0
+{
+  echo "# Nightly fuzz: permission mapping"
+  echo
+  echo "Budget ${budget}s; client: ${ACP_HARNESS_CLIENT:-reference}."
+  echo
+} >"$summary"
+for target in permission_mapping mapping_inprocess; do
+  for artifact in fuzz/artifacts/"$target"/{crash,timeout,oom,leak}-*; do
+    [ -f "$artifact" ] || continue
+    found=$((found + 1))
+    name=$(basename "$artifact")
+    minimized=fuzz/artifacts/$target/minimized-$name
+    if [ ! -f "$minimized" ]; then
+      echo "== $target: tmin $name"
+      cargo fuzz tmin "${flags[@]}" -r 128 "$target" "$artifact" -- \
+        -exact_artifact_path="$minimized" >/dev/null 2>&1
+      [ -f "$minimized" ] || cp "$artifact" "$minimized"
+    fi
+    written=$("$harness" fuzz-to-scenario "$minimized" | sed -n 's/^wrote: *//p')
+    id=$(basename "${written:-unknown}" .toml)
+    # The fuzzer is strict (a `warn` is a finding too): read the grades, not the exit status.
+    if "$harness" replay "regressions@fuzz/$id" 2>/dev/null |
+      grep -Eq '^ *(fail|warn|error|timeout|crash)  '; then
+      verdict="reproduces"
+    else
+      verdict="does not reproduce as a scenario (it may depend on earlier turns)"
+    fi
+    echo "- \`$target\` $name → \`${written#"$root"/}\`: $verdict" >>"$summary"
+  done
+done
+if [ "$found" -eq 0 ]; then
+  echo "No findings." >>"$summary"
+fi
+cat "$summary"
+[ "$found" -eq 0 ] || exit 1
