@@ -120,14 +120,17 @@ fn acpx() -> Option<PathBuf> {
             panic!("ACP_HARNESS_REQUIRE=acpx, but node and npm were not found to install acpx")
         }
         Ok(None) => {
-            // Straight to stderr: libtest captures eprintln! of a passing test, and a skip must
-            // be seen.
-            let _ = writeln!(
+            // Once, and straight to stderr: libtest captures eprintln! of a passing test, and a
+            // skip must be seen.
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                let _ = writeln!(
                 std::io::stderr(),
                 "SKIPPED: node and npm were not found, so acpx cannot be installed (install Node 20+ \
                  and npm, or set ACPX to an acpx 0.19 binary; ACP_HARNESS_REQUIRE=acpx turns this \
                  skip into a failure)"
-            );
+                );
+            });
             None
         }
         Err(e) => panic!("acpx: {e}"),

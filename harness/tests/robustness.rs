@@ -15,7 +15,7 @@ fn one_case(client: ClientSpec, step_ms: u64) -> (CaseResult, Duration) {
     let mut cfg = RunConfig::new(dir.clone()).unwrap();
     cfg.step_timeout = Duration::from_millis(step_ms);
     cfg.case_timeout = Duration::from_secs(10);
-    let case = suite::find_case(&dir, "opencode@1.18/edit-permission").unwrap();
+    let case = suite::find_case(&dir, "opencode@1.18/cancel-pending-permission").unwrap();
     let started = Instant::now();
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
