@@ -10,12 +10,68 @@ use acp_harness::record::RunEnd;
 use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
 
+/// A minimal exchange with one permission request, independent of the scenario corpus (which
+/// grows and changes): `robustness/1/permission.toml` in a fresh folder.
+fn scenario_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("robustness/1");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(
+        folder.join("permission.toml"),
+        r#"[scenario]
+id = "permission"
+title = "one prompt, one permission request"
+agent = "robustness"
+version = "1"
+provenance = ["harness/tests/robustness.rs: a minimal ACP exchange"]
+
+[[step]]
+user = "new_session"
+
+[[step]]
+expect = "initialize"
+reply = '{"protocolVersion":1,"agentCapabilities":{}}'
+
+[[step]]
+expect = "session/new"
+reply = '{"sessionId":"ses_r"}'
+
+[[step]]
+user = "prompt"
+text = "go"
+
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+send = '{"jsonrpc":"2.0","id":"${id}","method":"session/request_permission","params":{"sessionId":"ses_r","toolCall":{"toolCallId":"call_1","title":"ls","kind":"execute","status":"pending","rawInput":{"command":"ls"}},"options":[{"optionId":"yes","name":"Yes","kind":"allow_once"},{"optionId":"no","name":"No","kind":"reject_once"}]}}'
+as = "perm"
+
+[[step]]
+user = "choose"
+request = "perm"
+kind = "allow_once"
+
+[[step]]
+await = "perm"
+
+[[step]]
+reply_to = "prompt"
+result = '{"stopReason":"end_turn"}'
+"#,
+    )
+    .unwrap();
+    dir
+}
+
 fn one_case(client: ClientSpec, step_ms: u64) -> (CaseResult, Duration) {
-    let dir = suite::scenarios_dir(None).unwrap();
+    let scenarios = scenario_dir();
+    let dir = scenarios.path().canonicalize().unwrap();
     let mut cfg = RunConfig::new(dir.clone()).unwrap();
     cfg.step_timeout = Duration::from_millis(step_ms);
     cfg.case_timeout = Duration::from_secs(10);
-    let case = suite::find_case(&dir, "opencode@1.18/cancel-pending-permission").unwrap();
+    let case = suite::find_case(&dir, "robustness@1/permission").unwrap();
     let started = Instant::now();
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -267,6 +267,8 @@ pub fn direction(dir: &str) -> (String, &'static str, &'static str) {
         "a2c" => ("agent → client".into(), "a2c", "wire"),
         "h2c" => ("harness → adapter".into(), "h2c", "control"),
         "c2h" => ("adapter → harness".into(), "c2h", "control"),
+        // A control event a client profile's observer derived (no adapter): styled as one.
+        "o2h" => ("observer → harness".into(), "c2h", "control"),
         "note" => ("harness note".into(), "note", "note"),
         other => (other.to_owned(), "unknown", "note"),
     }
