@@ -9,7 +9,7 @@
 //!
 //! All clients × all cases run as one batch with bounded concurrency, so the test costs about one
 //! corpus run per mutant divided by the number of parallel cases (`cargo test -- --nocapture`
-//! prints the matrix and the time).
+//! prints the matrix and the time; `ACP_SELF_TEST_JOBS=<n>` overrides how many cases run at once).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

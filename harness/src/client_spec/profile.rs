@@ -221,6 +221,11 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
     if file.policy.as_ref().is_some_and(|p| p.prompts) && !file.tty {
         bail!("{at}: a policy that prompts needs `tty = true` (the prompt is on a terminal)");
     }
+    if file.policy.as_ref().is_some_and(|p| p.prompts) && file.observer.is_none() {
+        bail!(
+            "{at}: a policy that prompts needs an `observer`: the user answers a prompt only once it is seen"
+        );
+    }
     if file.control == ControlMode::Adapter {
         let wire_only = [
             ("tty", file.tty),
