@@ -2,10 +2,12 @@
 //!
 //! They are looked up next to the running executable (`target/<profile>/`, or its parent when the
 //! executable is a test binary in `target/<profile>/deps/`). When the harness runs from the
-//! workspace (under `cargo run` / `cargo test`, which set `CARGO`) and a binary is missing or
-//! older than its sources could be, it is built once with the same cargo, so that
-//! `cargo test -p acp-harness` works on a fresh clone.
+//! workspace (under `cargo run` / `cargo test`, which set `CARGO`), the first lookup of each
+//! package in a process runs `cargo build` for it with the same cargo: a no-op when the binary is
+//! fresh, a rebuild when its sources changed, so that `cargo test -p acp-harness` on a fresh
+//! clone, or after an edit to the reference client, never runs a missing or stale binary.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -33,8 +35,9 @@ pub const REFERENCE_CLIENT: WorkspaceBin = WorkspaceBin {
     env_override: "ACP_HARNESS_REFERENCE_CLIENT",
 };
 
-/// Serialises builds: several trials may ask for the same binary at once.
-static BUILD_LOCK: Mutex<()> = Mutex::new(());
+/// Packages already brought up to date by this process. The mutex also serialises builds:
+/// several trials may ask for the same binary at once.
+static BUILT: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
 
 /// Directory that holds the workspace's binaries for the running build profile.
 fn bin_dir() -> Result<PathBuf> {
@@ -63,8 +66,13 @@ pub fn locate(bin: WorkspaceBin) -> Result<PathBuf> {
         return Ok(path);
     }
     let path = bin_dir()?.join(bin.name);
-    let _guard = BUILD_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    if !path.is_file() {
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if std::env::var_os("CARGO").is_some() {
+        if !built.contains(bin.package) {
+            build(bin, &path)?;
+            built.extend([FAKE_AGENT.package, REFERENCE_CLIENT.package, bin.package]);
+        }
+    } else if !path.is_file() {
         build(bin, &path)?;
     }
     Ok(path)
@@ -84,17 +92,19 @@ fn build(bin: WorkspaceBin, expected: &Path) -> Result<()> {
         .parent()
         .and_then(Path::file_name)
         .is_some_and(|n| n == "release");
-    // Build every workspace binary the harness launches in one cargo call: the next lookup is
-    // then free, and cargo compiles the shared dependencies once.
-    let packages: Vec<&str> = [FAKE_AGENT, REFERENCE_CLIENT]
-        .iter()
-        .map(|b| b.package)
+    // Build the binaries every run launches together with the one asked for, in one cargo call:
+    // the next lookup is then free, and cargo compiles the shared dependencies once.
+    let packages: BTreeSet<&str> = [FAKE_AGENT.package, REFERENCE_CLIENT.package, bin.package]
+        .into_iter()
         .collect();
-    eprintln!(
-        "acp-harness: building {} (packages {})",
-        bin.name,
-        packages.join(", ")
-    );
+    // Quiet when the binary exists: then this is usually cargo's sub-second freshness check.
+    if !expected.is_file() {
+        eprintln!(
+            "acp-harness: building {} (packages {})",
+            bin.name,
+            packages.iter().copied().collect::<Vec<_>>().join(", ")
+        );
+    }
     let mut cmd = Command::new(cargo);
     cmd.args(["build", "--quiet"]);
     for package in packages {
