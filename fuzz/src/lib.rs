@@ -9,10 +9,15 @@
 //! mapping code.
 
 use acp_harness::fuzz::inprocess::{Card, ItemShown, Mapping, play};
+use mimalloc::MiMalloc;
 use acp_reference_client::approvals::{self, PermissionOption};
 use acp_reference_client::subject::{Subject, classify};
 use acp_reference_client::timeline::{ItemView, Timeline};
 use serde_json::Value;
+
+/// Both targets allocate for every input; mimalloc makes that cheap.
+#[global_allocator]
+static GLOBAL: MiMalloc = MiMalloc;
 
 /// The reference client's mapping state for one turn.
 #[derive(Default)]
@@ -107,6 +112,40 @@ mod tests {
             n += 1;
         }
         assert!(n >= 20, "{n} seeds");
+    }
+
+    /// In-process turns per second without libFuzzer (its coverage bookkeeping is measured by
+    /// `cargo fuzz run`): `cargo test --release --manifest-path fuzz/Cargo.toml --lib --
+    /// --ignored --nocapture`. fuzz/README.md reports both figures.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn throughput_in_process() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let turns: Vec<_> = (0..20_000)
+            .filter_map(|_| {
+                let bytes: Vec<u8> = (0..256)
+                    .map(|_| {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        state as u8
+                    })
+                    .collect();
+                acp_harness::fuzz::decode(&bytes)
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let mut findings = 0;
+        for turn in &turns {
+            findings += usize::from(play(turn, &mut ReferenceMapping::default()).is_err());
+        }
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "{} in-process turns in {secs:.2} s = {:.0} turns/s ({findings} finding(s))",
+            turns.len(),
+            turns.len() as f64 / secs
+        );
+        assert_eq!(findings, 0);
     }
 
     /// The in-process target can fail: a mapping that shows every card as a command (the

@@ -76,6 +76,9 @@ enum Command {
         /// Scenario id [default: `fuzz-` and a hash of the input].
         #[arg(long, value_name = "ID")]
         id: Option<String>,
+        /// A line for the scenario's header comment (where and against what it was found).
+        #[arg(long, value_name = "TEXT")]
+        note: Option<String>,
         /// Scenario directory [default: ./scenarios, else the workspace's].
         #[arg(long, value_name = "DIR")]
         scenarios: Option<PathBuf>,
@@ -167,8 +170,14 @@ fn main() -> ExitCode {
         Command::FuzzToScenario {
             artifact,
             id,
+            note,
             scenarios,
-        } => fuzz_to_scenario(&artifact, id.as_deref(), scenarios.as_deref()),
+        } => fuzz_to_scenario(
+            &artifact,
+            id.as_deref(),
+            note.as_deref(),
+            scenarios.as_deref(),
+        ),
     };
     match result {
         Ok(code) => code,
@@ -365,11 +374,12 @@ fn list(args: SelectArgs) -> Result<ExitCode> {
 fn fuzz_to_scenario(
     artifact: &std::path::Path,
     id: Option<&str>,
+    note: Option<&str>,
     scenarios: Option<&std::path::Path>,
 ) -> Result<ExitCode> {
     let dir = suite::scenarios_dir(scenarios)?;
     let regressions = dir.join(acp_harness::fuzz::scenario::AGENT);
-    let path = acp_harness::fuzz::scenario::write_regression(artifact, &regressions, id)?;
+    let path = acp_harness::fuzz::scenario::write_regression(artifact, &regressions, id, note)?;
     let id = path.file_stem().unwrap_or_default().to_string_lossy();
     println!("wrote:  {}", path.display());
     println!(

@@ -109,7 +109,7 @@ fn a_field_bug_mutant_is_caught_with_a_readable_summary() {
 fn a_seed_as_a_regression_scenario_reproduces_the_finding() {
     let dir = tempfile::tempdir().expect("tempdir");
     let artifact = seeds_dir().join("opencode-external-directory-reject.json");
-    let path = fuzz::scenario::write_regression(&artifact, dir.path(), Some("external-dir"))
+    let path = fuzz::scenario::write_regression(&artifact, dir.path(), Some("external-dir"), None)
         .expect("scenario written");
     assert_eq!(path, dir.path().join("fuzz/external-dir.toml"));
     let scenario = acp_fake_agents::scenario::load(&path).expect("parses");

@@ -26,6 +26,16 @@ pub struct Names<'a> {
     pub template: bool,
 }
 
+/// A JSON object from key/value pairs, in order (no serialization round trip, unlike `json!`
+/// with values interpolated: frames are built for every fuzz input).
+pub(crate) fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    let mut map = Map::with_capacity(N);
+    for (key, value) in pairs {
+        map.insert(key.to_owned(), value);
+    }
+    Value::Object(map)
+}
+
 /// The id of the turn's permission request: fresh per turn (`n`), of the input's JSON type.
 pub fn request_id(style: IdStyle, n: u64) -> Value {
     match style {
@@ -91,9 +101,10 @@ impl Names<'_> {
                 Value::Object(out)
             }
             RawInput::Argv(words) => {
-                json!({"command": words.iter().map(|w| self.text(w)).collect::<Vec<_>>()})
+                let words: Vec<Value> = words.iter().map(|w| self.text(w).into()).collect();
+                object([("command", words.into())])
             }
-            RawInput::File(l) => json!({"filePath": self.path(l)}),
+            RawInput::File(l) => object([("filePath", self.path(l).into())]),
             RawInput::Scalar(t) => self.text(t).into(),
         })
     }
@@ -114,10 +125,14 @@ impl Names<'_> {
                     diff.insert("oldText".into(), self.text(old).into());
                 }
                 diff.insert("newText".into(), self.text(new_text).into());
-                json!([diff])
+                Value::Array(vec![Value::Object(diff)])
             }
             Content::Text(t) => {
-                json!([{"type": "content", "content": {"type": "text", "text": self.text(t)}}])
+                let text = object([("type", "text".into()), ("text", self.text(t).into())]);
+                Value::Array(vec![object([
+                    ("type", "content".into()),
+                    ("content", text),
+                ])])
             }
         })
     }
@@ -165,8 +180,15 @@ impl Names<'_> {
         update.insert("sessionUpdate".into(), session_update.into());
         update.insert("toolCallId".into(), self.tool_call_id.into());
         update.extend(fields);
-        json!({"jsonrpc": "2.0", "method": "session/update",
-               "params": {"sessionId": self.session_id, "update": update}})
+        let params = object([
+            ("sessionId", self.session_id.into()),
+            ("update", Value::Object(update)),
+        ]);
+        object([
+            ("jsonrpc", "2.0".into()),
+            ("method", "session/update".into()),
+            ("params", params),
+        ])
     }
 
     /// `session/update` `tool_call` announcing the turn's tool call.
@@ -203,7 +225,13 @@ impl Names<'_> {
     pub fn options(&self, turn: &PermissionTurn) -> Value {
         turn.options
             .iter()
-            .map(|o| json!({"optionId": self.text(&o.id), "name": self.text(&o.name), "kind": o.kind.wire()}))
+            .map(|o| {
+                object([
+                    ("optionId", self.text(&o.id).into()),
+                    ("name", self.text(&o.name).into()),
+                    ("kind", o.kind.wire().into()),
+                ])
+            })
             .collect()
     }
 
@@ -216,7 +244,12 @@ impl Names<'_> {
         if let Some(meta) = &turn.meta {
             params.insert("_meta".into(), self.meta(meta));
         }
-        json!({"jsonrpc": "2.0", "id": id, "method": "session/request_permission", "params": params})
+        object([
+            ("jsonrpc", "2.0".into()),
+            ("id", id.clone()),
+            ("method", "session/request_permission".into()),
+            ("params", Value::Object(params)),
+        ])
     }
 
     /// `$/cancel_request`: the agent withdraws the request (spec #52).

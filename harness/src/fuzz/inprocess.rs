@@ -11,10 +11,10 @@
 use acp_fake_agents::transcript::{Direction, Entry};
 use serde_json::{Value, json};
 
-use super::frames::Names;
+use super::frames::{Names, object};
 use super::input::{Action, PermissionTurn};
 use super::verdict::{Verdict, is_finding, summary};
-use crate::checks::{Check, OfferedOptions, StableItemType, SubjectKind, Trial};
+use crate::checks::{Check, OfferedOptions, StableItemType, SubjectKind, Trial, frame_line};
 use crate::record::{CaseMeta, CaseRecord, RunEnd};
 use crate::wire_model::WireModel;
 
@@ -94,10 +94,14 @@ impl Log {
 
     fn item(&mut self, shown: Option<ItemShown>) {
         if let Some(item) = shown {
-            self.event(
-                json!({"type":"item","sessionId":SESSION_ID,"toolCallId":TOOL_CALL_ID,
-                "itemType":item.item_type,"status":item.status,"title":item.title}),
-            );
+            self.event(object([
+                ("type", "item".into()),
+                ("sessionId", SESSION_ID.into()),
+                ("toolCallId", TOOL_CALL_ID.into()),
+                ("itemType", item.item_type.into()),
+                ("status", item.status.into()),
+                ("title", item.title.into()),
+            ]));
         }
     }
 }
@@ -134,13 +138,17 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
     log.item(shown);
     let buttons: Vec<Value> = card
         .buttons
-        .iter()
-        .map(|(id, label)| json!({"optionId": id, "label": label}))
+        .into_iter()
+        .map(|(id, label)| object([("optionId", id.into()), ("label", label.into())]))
         .collect();
-    log.event(
-        json!({"type":"approval","sessionId":SESSION_ID,"requestId":request_id,
-        "toolCallId":TOOL_CALL_ID,"subject":card.subject,"options":buttons}),
-    );
+    log.event(object([
+        ("type", "approval".into()),
+        ("sessionId", SESSION_ID.into()),
+        ("requestId", request_id.clone()),
+        ("toolCallId", TOOL_CALL_ID.into()),
+        ("subject", card.subject.into()),
+        ("options", buttons.into()),
+    ]));
 
     let selected = match (turn.action, turn.chosen()) {
         (Action::Choose(_), Some(option)) => {
@@ -189,7 +197,7 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
 
     let mut record = record(log.entries);
     let model = WireModel::new(&record.transcript);
-    let trials: Vec<Trial> = checks()
+    let mut trials: Vec<Trial> = checks()
         .iter()
         .map(|check| {
             let finding = check.evaluate_with(&record, &model);
@@ -207,7 +215,9 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
     if !trials.iter().any(is_finding) {
         return Ok(());
     }
-    // A finding: give the entries their raw text and regrade with the frames cited.
+    // A finding: give the entries their raw text and cite the frames under each message, as
+    // `grade_case` does (which is not called here: it would link every check, the JSON Schema
+    // validators included, into a binary whose every instrumented edge libFuzzer scans per input).
     for entry in &mut record.transcript {
         entry.raw = entry
             .json
@@ -215,12 +225,15 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
             .map(Value::to_string)
             .unwrap_or_default();
     }
-    let verdict = Verdict {
-        trials: crate::checks::grade_case(&record)
-            .into_iter()
-            .filter(|t| checks().iter().any(|c| c.id() == t.check))
-            .collect(),
-    };
+    let model = WireModel::new(&record.transcript);
+    for trial in &mut trials {
+        for &frame in &trial.frames {
+            trial.message.push('\n');
+            trial.message.push_str(&frame_line(&model, frame));
+        }
+    }
+    drop(model);
+    let verdict = Verdict { trials };
     Err(summary(turn, &record, &verdict, "in-process mapping", None))
 }
 

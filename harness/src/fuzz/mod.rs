@@ -4,8 +4,9 @@
 //!   `arbitrary` from libFuzzer's bytes or read from a JSON seed;
 //! * [`frames`]: the agent frames of a turn (one builder for the driver, the in-process target
 //!   and regression scenarios);
-//! * [`driver`]: the long-lived driver that plays turns against a client over pipes and grades
-//!   each turn with the harness's checks ([`verdict`], over a transcript [`slice`]);
+//! * [`driver`]: the long-lived driver that plays turns against a client over pipes (the client
+//!   itself in `live`) and grades each turn with the harness's checks ([`verdict`], over a
+//!   transcript [`slice`]);
 //! * [`inprocess`]: the same turn played against a client's mapping functions in-process, graded
 //!   by the permission checks;
 //! * [`scenario`]: a turn as a regression scenario (`acp-harness fuzz-to-scenario`).
@@ -18,6 +19,7 @@ pub mod driver;
 pub mod frames;
 pub mod inprocess;
 pub mod input;
+mod live;
 pub mod scenario;
 pub mod slice;
 pub mod verdict;

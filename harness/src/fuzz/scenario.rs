@@ -223,7 +223,12 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
 
 /// `acp-harness fuzz-to-scenario`: reads a fuzz input (a crash artifact, a corpus file or a
 /// JSON seed), writes `<regressions>/fuzz/<id>.toml` and checks that it parses. Returns the path.
-pub fn write_regression(artifact: &Path, regressions: &Path, id: Option<&str>) -> Result<PathBuf> {
+pub fn write_regression(
+    artifact: &Path,
+    regressions: &Path,
+    id: Option<&str>,
+    note: Option<&str>,
+) -> Result<PathBuf> {
     let data = std::fs::read(artifact)
         .with_context(|| format!("cannot read the fuzz input {}", artifact.display()))?;
     let Some(turn) = super::input::decode(&data) else {
@@ -246,11 +251,15 @@ pub fn write_regression(artifact: &Path, regressions: &Path, id: Option<&str>) -
         || artifact.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    let text = to_scenario(&turn, &id, &name);
+    let source = match note {
+        Some(note) => format!("{name} ({})", note.replace(['\n', '\r'], " ")),
+        None => name,
+    };
+    let text = to_scenario(&turn, &id, &source);
     std::fs::write(&path, &text).with_context(|| format!("cannot write {}", path.display()))?;
     if let Err(e) = acp_fake_agents::scenario::load(&path) {
         let _ = std::fs::remove_file(&path);
-        bail!("harness bug: the scenario written for {name} does not parse: {e}");
+        bail!("harness bug: the scenario written for {source} does not parse: {e}");
     }
     Ok(path)
 }
