@@ -93,6 +93,16 @@ pub fn parse(file: &str, text: &str, profiles: &Profiles) -> Result<Scenario, Sc
                 format!("`requires` entries are dotted paths into clientCapabilities, like \"fs.writeTextFile\"; got {path:?}"),
             ));
         }
+        // A misspelt capability would make the scenario not applicable to every client, silently.
+        if !KNOWN_CLIENT_CAPABILITIES.contains(&path.as_str()) && !path.starts_with("_meta.") {
+            return Err(src.err(
+                r.span().start,
+                format!(
+                    "unknown client capability {path:?} in `requires` (ACP v1 has: {}; extensions go under \"_meta.\")",
+                    KNOWN_CLIENT_CAPABILITIES.join(", ")
+                ),
+            ));
+        }
         requires.push(path.clone());
     }
 
@@ -185,6 +195,10 @@ fn recording_path(src: &Src<'_>, r: &S) -> Result<String, ScenarioError> {
     }
     Ok(path.clone())
 }
+
+/// The boolean client capabilities of ACP v1 (`clientCapabilities`, acp-spec.md §3), as `requires`
+/// paths.
+const KNOWN_CLIENT_CAPABILITIES: &[&str] = &["fs.readTextFile", "fs.writeTextFile", "terminal"];
 
 /// What is known at the current point of the file (document order).
 struct Ctx<'a> {
@@ -326,6 +340,14 @@ impl<'a> Ctx<'a> {
             return Err(self.err(
                 s.span().start,
                 "an `as` name must be non-empty, without spaces",
+            ));
+        }
+        // One name, one request: a later `reply_to`, `await` or `choose` could not tell which
+        // of two requests it means (and silently taking the last one hides a copy-paste slip).
+        if self.client_aliases.contains(name) || self.requests.iter().any(|(n, _)| n == name) {
+            return Err(self.err(
+                s.span().start,
+                format!("`as` name {name:?} is already used earlier in this scenario; give each request its own name"),
             ));
         }
         Ok(name.clone())

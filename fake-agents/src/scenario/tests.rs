@@ -648,3 +648,27 @@ fn coverage_matrix_cells_name_existing_scenarios() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+#[test]
+fn a_misspelt_required_capability_is_an_error_not_a_silent_not_applicable() {
+    err_at(
+        "requires = [\"fs.writeTextfile\"]\n[[step]]\nhandshake = true\n",
+        "\"fs.writeTextfile\"",
+        0,
+        "unknown client capability \"fs.writeTextfile\"",
+    );
+    let s = ok(
+        "requires = [\"fs.writeTextFile\", \"_meta.acme.preview\"]\n[[step]]\nhandshake = true\n",
+    );
+    assert_eq!(s.meta.requires, ["fs.writeTextFile", "_meta.acme.preview"]);
+}
+
+#[test]
+fn an_as_name_used_twice_is_an_error() {
+    let body = format!(
+        "{PERM}\n[[step]]\nsend = '{{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"session/request_permission\",\"params\":{{}}}}'\nas = \"perm\"\n"
+    );
+    err_at(&body, "\"perm\"", 1, "`as` name \"perm\" is already used");
+    let body = format!("{PERM}\n[[step]]\nexpect = \"session/prompt\"\nas = \"prompt\"\n");
+    err_at(&body, "\"prompt\"", 1, "already used");
+}
