@@ -94,6 +94,8 @@ impl Entry {
 struct Inner {
     started: Instant,
     entries: Vec<Entry>,
+    /// Entries moved out by [`Recorder::take`]; indices go on from there.
+    taken: usize,
 }
 
 /// A shared, append-only transcript. Cloning shares the same transcript.
@@ -108,27 +110,29 @@ impl Default for Recorder {
     }
 }
 
+/// A received frame as a transcript keeps it: the text (lossy for invalid UTF-8), its JSON if it
+/// parses (never for invalid UTF-8), and whether it was invalid UTF-8.
+pub fn decode_frame(raw: &[u8]) -> (String, Option<Value>, bool) {
+    match std::str::from_utf8(raw) {
+        Ok(s) => (s.to_owned(), serde_json::from_str(s).ok(), false),
+        Err(_) => (String::from_utf8_lossy(raw).into_owned(), None, true),
+    }
+}
+
 impl Recorder {
     pub fn new() -> Self {
         Recorder {
             inner: Arc::new(Mutex::new(Inner {
                 started: Instant::now(),
                 entries: Vec::new(),
+                taken: 0,
             })),
         }
     }
 
     /// Records one frame (raw bytes without the newline) and returns its index.
     pub fn record(&self, conn: u32, direction: Direction, raw: &[u8]) -> usize {
-        let (raw, invalid_utf8) = match std::str::from_utf8(raw) {
-            Ok(s) => (s.to_owned(), false),
-            Err(_) => (String::from_utf8_lossy(raw).into_owned(), true),
-        };
-        let json = if invalid_utf8 {
-            None
-        } else {
-            serde_json::from_str(&raw).ok()
-        };
+        let (raw, json, invalid_utf8) = decode_frame(raw);
         self.push(conn, direction, raw, json, invalid_utf8)
     }
 
@@ -147,7 +151,7 @@ impl Recorder {
         invalid_utf8: bool,
     ) -> usize {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let index = inner.entries.len();
+        let index = inner.taken + inner.entries.len();
         let at_us = inner.started.elapsed().as_micros() as u64;
         inner.entries.push(Entry {
             index,
@@ -163,11 +167,8 @@ impl Recorder {
 
     /// Number of entries recorded so far.
     pub fn len(&self) -> usize {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .entries
-            .len()
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        inner.taken + inner.entries.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -181,6 +182,16 @@ impl Recorder {
             .unwrap_or_else(|e| e.into_inner())
             .entries
             .clone()
+    }
+
+    /// Moves out every entry recorded since the last `take`, without copying: for the end of a
+    /// case, when the transcript is complete (a copy of a 10⁵-frame transcript is about 300 MB;
+    /// docs/performance.md). Anything recorded later keeps counting indices on.
+    pub fn take(&self) -> Vec<Entry> {
+        let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = std::mem::take(&mut inner.entries);
+        inner.taken += entries.len();
+        entries
     }
 
     /// Writes the transcript as JSON Lines (one [`Entry`] per line).
@@ -213,6 +224,17 @@ mod tests {
         assert!(entries[1].json.is_none());
         assert!(entries[2].invalid_utf8);
         assert!(entries[0].at_us <= entries[2].at_us);
+    }
+
+    #[test]
+    fn take_moves_the_entries_out_and_indices_go_on() {
+        let rec = Recorder::new();
+        rec.record(1, Direction::ClientToAgent, b"{}");
+        let taken = rec.take();
+        assert_eq!(taken.len(), 1);
+        assert!(rec.snapshot().is_empty());
+        assert_eq!(rec.len(), 1);
+        assert_eq!(rec.record(1, Direction::ClientToAgent, b"{}"), 1);
     }
 
     #[test]

@@ -120,20 +120,8 @@ mod tests {
     #[test]
     #[ignore = "a measurement, not a check"]
     fn throughput_in_process() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let turns: Vec<_> = (0..20_000)
-            .filter_map(|_| {
-                let bytes: Vec<u8> = (0..256)
-                    .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        state as u8
-                    })
-                    .collect();
-                acp_harness::fuzz::decode(&bytes)
-            })
-            .collect();
+        let turns: Vec<_> =
+            acp_harness::fuzz::pseudo_random_turns(0x9e37_79b9_7f4a_7c15, 20_000, 256).collect();
         let started = std::time::Instant::now();
         let mut findings = 0;
         for turn in &turns {

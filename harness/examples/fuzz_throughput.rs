@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use acp_harness::fuzz::{Driver, DriverConfig, decode};
+use acp_harness::fuzz::{Driver, DriverConfig, pseudo_random_turns};
 
 fn main() -> anyhow::Result<()> {
     let turns: usize = match std::env::args().nth(1) {
@@ -16,21 +16,8 @@ fn main() -> anyhow::Result<()> {
     cfg.confirm_on_fresh_client = false;
     let client = cfg.client.name.clone();
     let mut driver = Driver::new(cfg)?;
-    // xorshift64: deterministic inputs, no dependency.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let inputs: Vec<_> = (0..turns)
-        .filter_map(|_| {
-            let bytes: Vec<u8> = (0..256)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
-            decode(&bytes)
-        })
-        .collect();
+    // Deterministic inputs: runs compare.
+    let inputs: Vec<_> = pseudo_random_turns(0x9e37_79b9_7f4a_7c15, turns, 256).collect();
     // The first turn starts the client: time the steady state.
     let mut findings = 0usize;
     // What broke, by check and first words of the message (a finding does not stop the run).

@@ -6,6 +6,7 @@
 //! of the recorded case. See DESIGN.md in the project's shared folder and README.md.
 pub mod acp_schema;
 pub mod baseline;
+pub mod bench;
 pub mod checks;
 pub mod client_spec;
 pub mod control;

@@ -64,6 +64,16 @@ enum Command {
     ///
     /// Exits 1 if the new run has failures the old one did not, else 0; 2 on bad input.
     Diff(DiffArgs),
+    /// Benchmark the suite against the floor that process spawn and pipes set on this machine,
+    /// and show how its cost grows (docs/performance.md). Build with --release.
+    ///
+    /// Sections: `baseline` (the corpus against a minimal echo client, checks off), `suite`
+    /// (the corpus against the client under test, graded, run.json and report written; rounds
+    /// alternate with the baseline and their ratio is reported), `large` (one scenario of
+    /// 10,000 tool_call_updates), `scale-cases` (10 … 1,000 cases), `scale-frames` (10² … 10⁵
+    /// updates in one scenario). Prints a table, writes it as JSON to --out, progress on stderr.
+    /// Exits 0 once written, whether or not the goals are met; 2 on bad input.
+    Bench(acp_harness::bench::BenchArgs),
     /// Turn a permission_mapping fuzz input (crash artifact, corpus file or JSON seed) into a
     /// regression scenario.
     ///
@@ -167,6 +177,7 @@ fn main() -> ExitCode {
         Command::Replay { case_id, common } => replay(&case_id, common),
         Command::Report { runs, out } => report(&runs, &out),
         Command::Diff(args) => diff(args),
+        Command::Bench(args) => acp_harness::bench::run(args),
         Command::FuzzToScenario {
             artifact,
             id,
@@ -237,13 +248,15 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     let filter = args.filter.clone();
     let shown = baseline.clone();
     let mut results = runtime()?.block_on(runner::run_cases(cases, &client, &cfg, move |r| {
-        let mut r = r.clone();
-        suite::retain_selected(&mut r, &filter);
+        // The line needs the trials only: copying the whole result copied its transcript
+        // (docs/performance.md).
+        let case_id = &r.record.meta.case_id;
+        let mut trials = r.trials.clone();
+        suite::retain_selected_trials(case_id, &mut trials, &filter);
         if let Some(b) = &shown {
-            let case_id = r.record.meta.case_id.clone();
-            r.trials.iter_mut().for_each(|t| b.apply_trial(&case_id, t));
+            trials.iter_mut().for_each(|t| b.apply_trial(case_id, t));
         }
-        println!("{}", progress_line(&r));
+        println!("{}", progress_line(case_id, r.duration, &trials));
     }));
     for r in &mut results {
         suite::retain_selected(r, &args.filter);
@@ -272,9 +285,12 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let run = run_json::build(header, &scenario_info, &results);
     run_json::write_run(&args.out, &run, &results)?;
-    // The report is made from what was just written, exactly as `acp-harness report` would.
+    // The report is made from what was just written, as `acp-harness report` would, but with
+    // the transcripts handed over rather than read back and parsed again (docs/performance.md).
+    let transcripts = run_json::take_transcripts(&mut results);
     let report = acp_reports::write_report(
-        &[acp_reports::LoadedRun::new(args.out.join("run.json"), run)],
+        &[acp_reports::LoadedRun::new(args.out.join("run.json"), run)
+            .with_transcripts(transcripts)],
         &args.out.join("report"),
     );
 

@@ -1,10 +1,11 @@
 //! Human-readable output: one line per finished case, the summary table, the numbered wire log.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use acp_fake_agents::transcript::{Direction, Entry};
 
-use crate::checks::Grade;
+use crate::checks::{Grade, Trial};
 use crate::runner::CaseResult;
 
 /// Grades that make a run fail (warn only under `--strict`).
@@ -17,7 +18,7 @@ pub fn is_failing(grade: Grade, strict: bool) -> bool {
 }
 
 /// The worst grade of a case, for its progress line.
-fn worst(result: &CaseResult) -> Grade {
+fn worst(trials: &[Trial]) -> Grade {
     let rank = |g: Grade| match g {
         Grade::NotApplicable => 0,
         Grade::Pass => 1,
@@ -29,8 +30,7 @@ fn worst(result: &CaseResult) -> Grade {
         Grade::Crash => 7,
         Grade::Error => 8,
     };
-    result
-        .trials
+    trials
         .iter()
         .map(|t| t.grade)
         .max_by_key(|g| rank(*g))
@@ -38,10 +38,9 @@ fn worst(result: &CaseResult) -> Grade {
 }
 
 /// `  FAIL  opencode@1.18/edit-permission  0.21 s  subject-kind, offered-options`
-pub fn progress_line(result: &CaseResult) -> String {
-    let grade = worst(result);
-    let bad: Vec<&str> = result
-        .trials
+pub fn progress_line(case_id: &str, duration: Duration, trials: &[Trial]) -> String {
+    let grade = worst(trials);
+    let bad: Vec<&str> = trials
         .iter()
         .filter(|t| !matches!(t.grade, Grade::Pass | Grade::NotApplicable))
         .map(|t| t.check)
@@ -49,8 +48,8 @@ pub fn progress_line(result: &CaseResult) -> String {
     let mut line = format!(
         "{:>8}  {}  {:.2} s",
         grade.as_str().to_uppercase(),
-        result.record.meta.case_id,
-        result.duration.as_secs_f64()
+        case_id,
+        duration.as_secs_f64()
     );
     if !bad.is_empty() {
         line.push_str("  ");
@@ -61,17 +60,7 @@ pub fn progress_line(result: &CaseResult) -> String {
 
 /// Per agent@version counts of each grade, as an aligned table.
 pub fn summary_table(results: &[CaseResult]) -> String {
-    let grades = [
-        Grade::Pass,
-        Grade::Fail,
-        Grade::Warn,
-        Grade::NotApplicable,
-        Grade::Error,
-        Grade::Timeout,
-        Grade::Crash,
-        Grade::Expected,
-        Grade::Stale,
-    ];
+    let grades = Grade::ALL;
     let mut rows: BTreeMap<String, [usize; 9]> = BTreeMap::new();
     for result in results {
         let key = format!(

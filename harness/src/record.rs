@@ -42,6 +42,10 @@ pub enum RunEnd {
     NotApplicable { reason: String },
     /// The harness itself failed (our bug or environment), never the client's fault.
     HarnessError { reason: String },
+    /// The client's control-plane adapter broke control protocol v1 (harness/CONTROL.md): an
+    /// invalid message, or an unsupported protocol version. Nothing it reported can be trusted,
+    /// so the case cannot be judged; the fault is the client's test integration, not ours.
+    AdapterError { reason: String },
 }
 
 /// Everything a check may look at.

@@ -225,6 +225,36 @@ pub fn write_run(out: &Path, run: &RunJson, results: &[CaseResult]) -> Result<()
     Ok(())
 }
 
+/// Moves every case's transcript out of `results` (left empty) into the form the report reads,
+/// keyed as run.json names the files: the report then renders what [`write_run`] just wrote
+/// without reading it back and parsing it again (docs/performance.md).
+pub fn take_transcripts(
+    results: &mut [CaseResult],
+) -> BTreeMap<String, acp_reports::transcript::Transcript> {
+    results
+        .iter_mut()
+        .map(|result| {
+            let entries = std::mem::take(&mut result.record.transcript);
+            let frames = entries.into_iter().map(|e| acp_reports::transcript::Frame {
+                index: e.index,
+                at_us: e.at_us,
+                conn: e.conn,
+                dir: serde_json::to_value(e.direction)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                raw: e.raw,
+                json: e.json,
+                invalid_utf8: e.invalid_utf8,
+            });
+            (
+                transcript_file(&result.record.meta.case_id),
+                acp_reports::transcript::Transcript::from_frames(frames),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,18 +277,7 @@ mod tests {
 
     #[test]
     fn every_harness_grade_is_known_to_the_reports() {
-        let all = [
-            Grade::Pass,
-            Grade::Fail,
-            Grade::Warn,
-            Grade::NotApplicable,
-            Grade::Error,
-            Grade::Timeout,
-            Grade::Crash,
-            Grade::Expected,
-            Grade::Stale,
-        ];
-        for g in all {
+        for g in Grade::ALL {
             exhaustive(g);
             let report = acp_reports::grade::Grade::of(g.as_str());
             assert!(report.is_known(), "reports do not know grade {g:?}");
@@ -285,5 +304,32 @@ mod tests {
         assert_eq!(end.kind, "crash");
         assert_eq!(end.reason(), Some("client exited"));
         assert_eq!(end.detail.get("exit_code"), Some(&Value::from(3)));
+    }
+
+    #[test]
+    fn transcripts_handed_over_equal_the_files_written() {
+        let case = crate::checks::testkit::Case::new();
+        case.c2a(serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize"}));
+        case.rec.record(1, Direction::AgentToClient, b"not json");
+        case.rec.record(1, Direction::AgentToClient, &[0xff]);
+        case.rec.note(serde_json::json!({"type":"client_exited"}));
+        let mut results = vec![CaseResult {
+            record: case.record(),
+            trials: Vec::new(),
+            duration: std::time::Duration::ZERO,
+        }];
+        let dir = tempfile::tempdir().unwrap();
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../reports/tests/fixtures/reference/run.json"
+        );
+        let run = acp_reports::load_run(Path::new(fixture)).unwrap().run;
+        write_run(dir.path(), &run, &results).unwrap();
+        let file = transcript_file("test@1/case");
+        let from_disk = acp_reports::transcript::read(&dir.path().join(&file));
+        let in_memory = take_transcripts(&mut results);
+        assert_eq!(in_memory.get(&file), Some(&from_disk));
+        assert_eq!(from_disk.frames().count(), 4);
+        assert!(results[0].record.transcript.is_empty());
     }
 }

@@ -81,10 +81,16 @@ pub fn select_cases(dir: &Path, filter: &[String]) -> Result<Vec<Case>> {
 
 /// Drops the trials of a finished case that the filter does not select.
 pub fn retain_selected(result: &mut CaseResult, filter: &[String]) {
-    let case_id = result.record.meta.case_id.clone();
-    result
-        .trials
-        .retain(|t| selected(&format!("{case_id}::{}", t.check), filter));
+    retain_selected_trials(&result.record.meta.case_id, &mut result.trials, filter);
+}
+
+/// Drops the trials of case `case_id` that the filter does not select.
+pub fn retain_selected_trials(
+    case_id: &str,
+    trials: &mut Vec<crate::checks::Trial>,
+    filter: &[String],
+) {
+    trials.retain(|t| selected(&format!("{case_id}::{}", t.check), filter));
 }
 
 /// The case with this id.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use acp_harness::bench::measure::peak_rss_kib;
 use acp_harness::checks::Grade;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::locate::{WorkspaceBin, locate};
@@ -305,19 +306,6 @@ fn processes_mentioning(marker: &str) -> Vec<String> {
     found
 }
 
-/// Peak resident memory of this process so far (`VmHWM`), in KiB.
-fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()
-}
-
 fn chaos_client(mode: &str, marker: &str) -> ClientSpec {
     let bin: PathBuf = locate(CHAOS_CLIENT).expect("acp-chaos-client");
     let mut spec = ClientSpec::from_argv(vec![
@@ -368,7 +356,7 @@ fn judge(chaos: &Chaos, result: &CaseResult) -> Vec<String> {
             }
         }
         Verdict::AdapterBroken => {
-            if !matches!(end, RunEnd::HarnessError { .. }) {
+            if !matches!(end, RunEnd::AdapterError { .. }) {
                 problems.push(format!("expected the adapter to be refused, got {end:?}"));
             }
             if !graded(Grade::Error) || !with_says(Grade::Error) {

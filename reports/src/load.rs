@@ -1,5 +1,7 @@
 //! Loading run.json files and, through them, the transcripts they reference.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use crate::run::{CaseJson, RUN_SCHEMA, RunJson};
@@ -37,6 +39,9 @@ pub struct LoadedRun {
     /// The run.json path as given.
     pub path: PathBuf,
     pub run: RunJson,
+    /// Transcripts already in memory, by the case's `transcript` path: the run that just wrote
+    /// them hands them over instead of having them read back and parsed again.
+    in_memory: BTreeMap<String, Transcript>,
 }
 
 impl LoadedRun {
@@ -45,7 +50,15 @@ impl LoadedRun {
         LoadedRun {
             path: path.into(),
             run,
+            in_memory: BTreeMap::new(),
         }
+    }
+
+    /// The same run, with transcripts already in memory, keyed by the cases' `transcript` paths
+    /// (build them with [`Transcript::from_frames`]); any other case's is read from disk.
+    pub fn with_transcripts(mut self, transcripts: BTreeMap<String, Transcript>) -> Self {
+        self.in_memory = transcripts;
+        self
     }
 
     /// The directory the run's relative paths start from.
@@ -53,23 +66,26 @@ impl LoadedRun {
         self.path.parent().unwrap_or(Path::new("."))
     }
 
-    /// Reads a case's transcript. Paths that leave the run's directory are refused: a report
-    /// only ever reads the files the run wrote.
-    pub fn transcript(&self, case: &CaseJson) -> Transcript {
+    /// A case's transcript, from memory or read from its file. Paths that leave the run's
+    /// directory are refused: a report only ever reads the files the run wrote.
+    pub fn transcript(&self, case: &CaseJson) -> Cow<'_, Transcript> {
+        if let Some(transcript) = self.in_memory.get(&case.transcript) {
+            return Cow::Borrowed(transcript);
+        }
         let rel = Path::new(&case.transcript);
         let inside = rel
             .components()
             .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
         if case.transcript.is_empty() || !inside {
-            return Transcript {
+            return Cow::Owned(Transcript {
                 missing: Some(format!(
                     "transcript path {:?} is not inside the run's directory",
                     case.transcript
                 )),
                 ..Transcript::default()
-            };
+            });
         }
-        transcript::read(&self.dir().join(rel))
+        Cow::Owned(transcript::read(&self.dir().join(rel)))
     }
 }
 

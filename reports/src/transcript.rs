@@ -101,6 +101,21 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// A transcript from frames already in memory, cut as [`read`] cuts a file (at
+    /// [`MAX_LINES`] frames, each raw frame at [`MAX_RAW_CHARS`]).
+    pub fn from_frames(frames: impl IntoIterator<Item = Frame>) -> Transcript {
+        let mut transcript = Transcript::default();
+        for (n, mut frame) in frames.into_iter().enumerate() {
+            if n >= MAX_LINES {
+                transcript.cut = true;
+                break;
+            }
+            cut_raw(&mut frame.raw);
+            transcript.lines.push(Line::Frame(frame));
+        }
+        transcript
+    }
+
     pub fn frames(&self) -> impl Iterator<Item = &Frame> {
         self.lines.iter().filter_map(|l| match l {
             Line::Frame(f) => Some(f),
@@ -214,6 +229,17 @@ mod tests {
         assert!(matches!(t.lines[1], Line::Unreadable { line: 2, .. }));
         let t = read(&dir.path().join("absent.jsonl"));
         assert!(t.missing.as_deref().unwrap().contains("cannot read"));
+    }
+
+    #[test]
+    fn frames_in_memory_are_cut_like_a_file() {
+        let long = frame(&format!(
+            r#"{{"i":0,"dir":"a2c","raw":"{}"}}"#,
+            "x".repeat(MAX_RAW_CHARS + 1)
+        ));
+        let t = Transcript::from_frames([long]);
+        assert!(!t.cut);
+        assert!(t.frame(0).unwrap().raw.ends_with("(1 more characters)"));
     }
 
     #[test]

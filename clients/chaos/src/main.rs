@@ -6,6 +6,11 @@
 //!
 //! Most modes are a small but working control-plane adapter (`mini.rs`) with one deviation; the
 //! rest never get that far (`early.rs`). Diagnostics go to stderr.
+//!
+//! One mode is not hostile: `echo` is the same adapter with no deviation at all, advertising the
+//! reference client's capabilities and answering every agent request at once, with no model
+//! behind it. `acp-harness bench` runs the corpus against it as the floor that process spawn and
+//! pipes set on the machine (docs/performance.md).
 
 mod early;
 mod mini;
@@ -15,6 +20,12 @@ use std::process::ExitCode;
 /// What the client does wrong.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
+    /// Not hostile: the minimal working client, the benchmark's baseline. Advertises
+    /// `fs.readTextFile`/`fs.writeTextFile` like the reference client, so the same scenarios
+    /// run, and answers every agent request but a permission request at once with an empty
+    /// result (`{"content":""}` for a read); permission requests are shown and answered as the
+    /// harness's user chooses, because the scenarios drive that choice.
+    Echo,
     /// Exits with code 3 before reading anything.
     ExitAtOnce,
     /// Works until the agent asks for permission, then aborts (SIGABRT).
@@ -48,7 +59,8 @@ pub enum Mode {
 }
 
 impl Mode {
-    const ALL: [(&'static str, Mode); 15] = [
+    const ALL: [(&'static str, Mode); 16] = [
+        ("echo", Mode::Echo),
         ("exit-at-once", Mode::ExitAtOnce),
         ("abort-mid-turn", Mode::AbortMidTurn),
         ("segv-mid-turn", Mode::SegvMidTurn),

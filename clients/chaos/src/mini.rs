@@ -5,7 +5,7 @@
 //! What it does when behaving: opens a session through `initialize` + `session/new`, sends
 //! prompts, shows each permission request as a `command` approval with one button per option,
 //! answers the option the harness chooses, and reports the turn's end. Every other agent request
-//! gets `-32601`.
+//! gets `-32601` (in `echo` mode: an empty result at once).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -190,10 +190,13 @@ impl Mini {
                 self.error(seq, &message);
                 return;
             }
+            // `echo` advertises what the reference client does, so that no scenario stops at
+            // `initialize` for a missing capability and the baseline plays the same frames.
+            let fs = self.mode == Mode::Echo;
             self.request(
                 "initialize",
                 json!({"protocolVersion": 1,
-                       "clientCapabilities": {"fs": {"readTextFile": false, "writeTextFile": false},
+                       "clientCapabilities": {"fs": {"readTextFile": fs, "writeTextFile": fs},
                                               "terminal": false},
                        "clientInfo": {"name": "acp-chaos-client", "version": env!("CARGO_PKG_VERSION")}}),
                 Purpose::Initialize,
@@ -367,8 +370,16 @@ impl Mini {
 
     fn on_request(&mut self, method: &str, id: Value, params: Option<&Value>) {
         if method != "session/request_permission" {
-            self.send(&json!({"jsonrpc": "2.0", "id": id,
-                              "error": {"code": -32601, "message": "Method not found"}}));
+            let response = match (self.mode, method) {
+                // No model, no disk: the cheapest answer the agent accepts.
+                (Mode::Echo, "fs/read_text_file") => {
+                    json!({"jsonrpc": "2.0", "id": id, "result": {"content": ""}})
+                }
+                (Mode::Echo, _) => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+                _ => json!({"jsonrpc": "2.0", "id": id,
+                            "error": {"code": -32601, "message": "Method not found"}}),
+            };
+            self.send(&response);
             return;
         }
         match self.mode {

@@ -100,6 +100,27 @@ fn harness_error_makes_every_trial_error_with_repro() {
 }
 
 #[test]
+fn adapter_error_makes_every_trial_error_and_blames_the_adapter() {
+    let mut c = passing();
+    c.end = RunEnd::AdapterError {
+        reason: "control message #3 is invalid".into(),
+    };
+    for t in grade_case(&c.record()) {
+        assert_eq!(t.grade, Grade::Error, "{}", t.check);
+        assert!(
+            t.message
+                .contains("the client's adapter broke control protocol v1")
+        );
+        assert!(t.message.contains("control message #3 is invalid"));
+        assert!(
+            !t.message.contains("not the client's fault"),
+            "{}",
+            t.message
+        );
+    }
+}
+
+#[test]
 fn control_plane_checks_are_not_applicable_without_adapter_even_on_timeout() {
     let mut c = Case::wire_only();
     c.handshake();

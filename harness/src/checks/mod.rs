@@ -46,7 +46,8 @@ pub enum Grade {
     Warn,
     /// The check cannot apply (capability not advertised, no control plane); the reason says why.
     NotApplicable,
-    /// The harness failed, not the client.
+    /// The case could not be judged: the harness failed, or the client's adapter broke the
+    /// control protocol (the message says which).
     Error,
     Timeout,
     Crash,
@@ -58,6 +59,19 @@ pub enum Grade {
 }
 
 impl Grade {
+    /// Every grade, in the order tables show them.
+    pub const ALL: [Grade; 9] = [
+        Grade::Pass,
+        Grade::Fail,
+        Grade::Warn,
+        Grade::NotApplicable,
+        Grade::Error,
+        Grade::Timeout,
+        Grade::Crash,
+        Grade::Expected,
+        Grade::Stale,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Grade::Pass => "pass",
@@ -169,7 +183,8 @@ const FRAME_CHARS: usize = 300;
 /// Grades every check on one case (DESIGN §5):
 ///
 /// * `RunEnd::NotApplicable` → every trial `not_applicable` with the reason;
-///   `RunEnd::HarnessError` → every trial `error` (never the client's fault).
+///   `RunEnd::HarnessError` → every trial `error` (never the client's fault);
+///   `RunEnd::AdapterError` → every trial `error`, blaming the client's adapter.
 /// * A check that needs the control plane on a client without an adapter → `not_applicable`
 ///   ("client has no control-plane adapter"); this stays so whatever the run's end, since no run
 ///   could make it applicable.
@@ -188,6 +203,13 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
                 RunEnd::HarnessError { reason } => Finding::new(
                     Grade::Error,
                     format!("harness error (not the client's fault): {reason}"),
+                    Vec::new(),
+                ),
+                RunEnd::AdapterError { reason } => Finding::new(
+                    Grade::Error,
+                    format!(
+                        "the client's adapter broke control protocol v1 (harness/CONTROL.md), so the case cannot be judged: {reason}"
+                    ),
                     Vec::new(),
                 ),
                 _ if check.needs_control_plane()

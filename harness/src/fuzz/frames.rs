@@ -317,7 +317,7 @@ pub fn answer_of(turn: &PermissionTurn, response: &Value) -> Answer {
 mod tests {
     use super::*;
     use crate::acp_schema::{PayloadKind, Side, Validation, validate};
-    use crate::fuzz::input::decode;
+    use crate::fuzz::input::{decode, pseudo_random_turns};
 
     fn valid(frame: &Value) -> Result<(), String> {
         let method = frame["method"].as_str().expect("method");
@@ -342,18 +342,7 @@ mod tests {
             outside: "/tmp/o",
             template: false,
         };
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for n in 0..3000u64 {
-            let bytes: Vec<u8> = (0..256)
-                .map(|_| {
-                    // xorshift: deterministic bytes, no dependency.
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
-            let Some(turn) = decode(&bytes) else { continue };
+        for (n, turn) in (0u64..).zip(pseudo_random_turns(0x9e37_79b9_7f4a_7c15, 3000, 256)) {
             let id = request_id(turn.request_id, n);
             let mut frames = vec![names.request(&turn, &id), names.withdraw(&id)];
             frames.extend(turn.announce.as_ref().map(|s| names.announce(s)));

@@ -351,6 +351,28 @@ pub struct PermissionTurn {
     pub finish: Finish,
 }
 
+/// `count` deterministic pseudo-random raw inputs of `len` bytes each (xorshift64 from `seed`),
+/// decoded; those that do not decode are skipped. For the tests and throughput measurements that
+/// run without libFuzzer.
+pub fn pseudo_random_turns(
+    seed: u64,
+    count: usize,
+    len: usize,
+) -> impl Iterator<Item = PermissionTurn> {
+    let mut state = seed;
+    (0..count).filter_map(move |_| {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        decode(&bytes)
+    })
+}
+
 /// The input a fuzz target's bytes stand for: a JSON [`PermissionTurn`] (the committed seeds), or
 /// else whatever `arbitrary` makes of the bytes. Always normalized. `None` only for bytes that
 /// `arbitrary` cannot use at all.

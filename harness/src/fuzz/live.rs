@@ -448,7 +448,7 @@ impl Live {
                     None => RunEnd::Incomplete { step: 0, reason },
                 }
             }
-            Stop::Protocol(reason) => RunEnd::HarnessError { reason },
+            Stop::Protocol(reason) => RunEnd::AdapterError { reason },
         }
     }
 

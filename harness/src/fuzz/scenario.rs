@@ -278,7 +278,7 @@ fn on(w: &mut String, condition: &str, then: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fuzz::input::decode;
+    use crate::fuzz::input::{decode, pseudo_random_turns};
 
     fn parse(text: &str, id: &str) -> acp_fake_agents::scenario::Scenario {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -299,18 +299,8 @@ mod tests {
     /// Scenarios for thousands of inputs, including hostile strings, parse.
     #[test]
     fn every_input_becomes_a_valid_scenario() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut checked = 0;
-        for _ in 0..600 {
-            let bytes: Vec<u8> = (0..300)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    state as u8
-                })
-                .collect();
-            let Some(turn) = decode(&bytes) else { continue };
+        for turn in pseudo_random_turns(0x2545_f491_4f6c_dd1d, 600, 300) {
             let text = to_scenario(&turn, "fuzz-x", "test bytes");
             let scenario = parse(&text, "fuzz-x");
             assert_eq!(scenario.meta.agent, AGENT);

@@ -30,15 +30,7 @@ impl Slice {
     /// Records raw bytes as received (without the newline), parsing them the way `Recorder`
     /// does: lossy text and no JSON for invalid UTF-8. Returns the index.
     pub fn push_raw(&mut self, conn: u32, direction: Direction, raw: &[u8]) -> usize {
-        let (raw, invalid_utf8) = match std::str::from_utf8(raw) {
-            Ok(s) => (s.to_owned(), false),
-            Err(_) => (String::from_utf8_lossy(raw).into_owned(), true),
-        };
-        let json = if invalid_utf8 {
-            None
-        } else {
-            serde_json::from_str(&raw).ok()
-        };
+        let (raw, json, invalid_utf8) = acp_fake_agents::transcript::decode_frame(raw);
         self.push(conn, direction, raw, json, invalid_utf8)
     }
 

@@ -1,0 +1,151 @@
+//! The corpus, timed two ways in alternating rounds: the **baseline** (every case against the
+//! echo client, the checks off: spawn, pipes, the scenario engine and the control plane alone)
+//! and the **suite** (every case against the client under test, graded, then run.json, the
+//! transcripts and the HTML report written, as `acp-harness run` does). Alternating the rounds
+//! and comparing them pair by pair keeps the ratio honest on a machine whose speed drifts.
+
+use std::path::Path;
+use std::time::Instant;
+
+use acp_fake_agents::scenario::Case;
+use anyhow::Result;
+
+use super::measure::{Meter, Sample, ms};
+use crate::checks::{Grade, grade_case};
+use crate::client_spec::ClientSpec;
+use crate::output::progress_line;
+use crate::record::RunEnd;
+use crate::run_json;
+use crate::runner::{CaseResult, RunConfig, run_cases};
+
+/// One round over the corpus.
+pub struct Round {
+    pub sample: Sample,
+    /// Cases that did not run to their end (a baseline with some would be too cheap).
+    pub incomplete: usize,
+    /// Trials that failed (fail, error, timeout or crash).
+    pub failing_trials: usize,
+    /// Time spent writing run.json, the transcripts and the report (suite rounds only).
+    pub outputs_ms: Option<f64>,
+    /// The checks alone over the round's records again, one thread, after the timed stretch
+    /// (suite rounds only).
+    pub checks_ms: Option<f64>,
+}
+
+/// Every case against the echo client, not graded.
+pub async fn baseline_round(cases: &[Case], echo: &ClientSpec, cfg: &RunConfig) -> Round {
+    let cfg = RunConfig {
+        grade: false,
+        ..cfg.clone()
+    };
+    let meter = Meter::start();
+    let results = run_cases(cases.to_vec(), echo, &cfg, |_| {}).await;
+    let sample = meter.stop();
+    round(sample, None, &results)
+}
+
+/// Every case against `client`, graded, and the outputs written below `out`.
+pub async fn suite_round(
+    cases: &[Case],
+    client: &ClientSpec,
+    cfg: &RunConfig,
+    out: &Path,
+) -> Result<Round> {
+    let mut meter = Meter::start();
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let started = Instant::now();
+    // Each case's progress line is made as `acp-harness run` makes it, and not printed.
+    let mut results = run_cases(cases.to_vec(), client, cfg, |r| {
+        std::hint::black_box(progress_line(&r.record.meta.case_id, r.duration, &r.trials));
+    })
+    .await;
+    // Timed while the transcripts are still in the results (writing the outputs moves them),
+    // and left out of the round's figures.
+    let checks_ms = meter.exclude(|| checks_ms(&results));
+    let writing = Instant::now();
+    write_outputs(
+        cases,
+        client,
+        cfg,
+        &mut results,
+        out,
+        started_unix_ms,
+        started,
+    )?;
+    let outputs_ms = ms(writing.elapsed());
+    let sample = meter.stop();
+    let mut round = round(sample, Some(outputs_ms), &results);
+    round.checks_ms = Some(checks_ms);
+    Ok(round)
+}
+
+/// The figures of a round; its results are dropped by the caller, so that rounds do not pile
+/// up in the memory the next round measures.
+fn round(sample: Sample, outputs_ms: Option<f64>, results: &[CaseResult]) -> Round {
+    let incomplete = results
+        .iter()
+        .filter(|r| {
+            !matches!(
+                r.record.end,
+                RunEnd::Completed | RunEnd::NotApplicable { .. }
+            )
+        })
+        .count();
+    let failing_trials = results
+        .iter()
+        .flat_map(|r| &r.trials)
+        .filter(|t| {
+            matches!(
+                t.grade,
+                Grade::Fail | Grade::Error | Grade::Timeout | Grade::Crash
+            )
+        })
+        .count();
+    Round {
+        sample,
+        incomplete,
+        failing_trials,
+        outputs_ms,
+        checks_ms: None,
+    }
+}
+
+/// What `acp-harness run` writes after the cases: run.json with the transcripts, and the report.
+fn write_outputs(
+    cases: &[Case],
+    client: &ClientSpec,
+    cfg: &RunConfig,
+    results: &mut [CaseResult],
+    out: &Path,
+    started_unix_ms: u64,
+    started: Instant,
+) -> Result<()> {
+    let header = run_json::RunHeader {
+        client,
+        cfg,
+        strict: false,
+        filter: &[],
+        started_unix_ms,
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    let run = run_json::build(header, &run_json::ScenarioInfo::of(cases), results);
+    run_json::write_run(out, &run, results)?;
+    let transcripts = run_json::take_transcripts(results);
+    acp_reports::write_report(
+        &[acp_reports::LoadedRun::new(out.join("run.json"), run).with_transcripts(transcripts)],
+        &out.join("report"),
+    )?;
+    Ok(())
+}
+
+/// The checks alone over finished records, one thread: what grading costs in a suite round.
+fn checks_ms(results: &[CaseResult]) -> f64 {
+    let started = Instant::now();
+    for r in results {
+        std::hint::black_box(grade_case(&r.record));
+    }
+    ms(started.elapsed())
+}

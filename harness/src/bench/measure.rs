@@ -1,0 +1,191 @@
+//! What one timed stretch of the benchmark cost: wall time, CPU time of the harness and of its
+//! children, and peak resident memory.
+//!
+//! The benchmark runs the suite inside its own process, so the harness's figures are this
+//! process's: CPU from `getrusage(RUSAGE_SELF)` (every thread), peak memory from `VmHWM` in
+//! `/proc/self/status`, which [`Meter::start`] resets to the current resident size (Linux
+//! `clear_refs`, after handing freed memory back) so that each stretch reports its own peak. The children's CPU comes from
+//! `getrusage(RUSAGE_CHILDREN)`: clients, and the relays they spawned, once reaped. Their peak
+//! memory is not reported: a child forked from the harness counts the harness's resident pages
+//! until it execs, so `ru_maxrss` of the children measures the harness again, not the clients.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::resource::{UsageWho, getrusage};
+use serde::Serialize;
+
+/// The cost of one timed stretch.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Sample {
+    pub wall_ms: f64,
+    /// CPU time of the harness process (user + system, all threads).
+    pub harness_cpu_ms: f64,
+    /// CPU time of the processes the harness started and reaped (clients and their relays).
+    pub children_cpu_ms: f64,
+    /// Peak resident memory of the harness process during the stretch, in KiB.
+    pub harness_peak_rss_kib: u64,
+}
+
+/// Started before a stretch, stopped after it.
+pub struct Meter {
+    started: Instant,
+    harness_cpu: Duration,
+    children_cpu: Duration,
+    /// Wall and harness CPU time of work run through [`Meter::exclude`].
+    excluded: (Duration, Duration),
+}
+
+impl Meter {
+    pub fn start() -> Meter {
+        reset_peak_rss();
+        Meter {
+            harness_cpu: cpu(UsageWho::RUSAGE_SELF),
+            children_cpu: cpu(UsageWho::RUSAGE_CHILDREN),
+            excluded: (Duration::ZERO, Duration::ZERO),
+            started: Instant::now(),
+        }
+    }
+
+    /// Runs `f` inside the stretch but leaves its wall and CPU time out of the sample (a
+    /// measurement of the measurement, such as timing the checks alone).
+    pub fn exclude<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let (started, cpu_before) = (Instant::now(), cpu(UsageWho::RUSAGE_SELF));
+        let out = f();
+        self.excluded.0 += started.elapsed();
+        self.excluded.1 += cpu(UsageWho::RUSAGE_SELF).saturating_sub(cpu_before);
+        out
+    }
+
+    pub fn stop(self) -> Sample {
+        let wall = self.started.elapsed().saturating_sub(self.excluded.0);
+        let harness_cpu = cpu(UsageWho::RUSAGE_SELF)
+            .saturating_sub(self.harness_cpu)
+            .saturating_sub(self.excluded.1);
+        Sample {
+            wall_ms: ms(wall),
+            harness_cpu_ms: ms(harness_cpu),
+            children_cpu_ms: ms(cpu(UsageWho::RUSAGE_CHILDREN).saturating_sub(self.children_cpu)),
+            harness_peak_rss_kib: peak_rss_kib().unwrap_or(0),
+        }
+    }
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn cpu(who: UsageWho) -> Duration {
+    getrusage(who)
+        .map(|u| {
+            let tv = |t: nix::sys::time::TimeVal| {
+                Duration::from_secs(t.tv_sec().max(0) as u64)
+                    + Duration::from_micros(t.tv_usec().max(0) as u64)
+            };
+            tv(u.user_time()) + tv(u.system_time())
+        })
+        .unwrap_or_default()
+}
+
+/// Resets `VmHWM` to the current resident size. Memory the allocator kept from an earlier,
+/// larger stretch is handed back first (glibc's `malloc_trim`): otherwise a 10⁵-frame scenario
+/// would show up as the peak of every stretch after it. Where the reset is refused (not Linux,
+/// an old kernel), the peak is the process's peak since it started: an overstatement, never an
+/// understatement.
+fn reset_peak_rss() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel; it takes no pointers.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// `VmHWM` of this process, in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The median of some figures (the mean of the middle two for an even count); 0 for none.
+pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        (v[mid - 1] + v[mid]) / 2.0
+    }
+}
+
+/// The sample whose wall time is the median one (the lower middle for an even count).
+pub fn median_sample(samples: &[Sample]) -> Sample {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(|a, b| a.wall_ms.total_cmp(&b.wall_ms));
+    sorted
+        .get(sorted.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or_default()
+}
+
+/// The exponent `k` of `y ≈ c·x^k`: the least-squares slope of `ln y` on `ln x`. `None` with
+/// fewer than two distinct positive `x`.
+pub fn exponent(points: &[(f64, f64)]) -> Option<f64> {
+    let logs: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0)
+        .map(|(x, y)| (x.ln(), y.ln()))
+        .collect();
+    slope(&logs)
+}
+
+/// The least-squares slope of `y` on `x`. `None` with fewer than two distinct `x`.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return None;
+    }
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponent_of_a_power_law() {
+        let quadratic: Vec<(f64, f64)> = [10.0, 100.0, 1000.0].map(|x| (x, 3.0 * x * x)).into();
+        assert!((exponent(&quadratic).unwrap() - 2.0).abs() < 1e-9);
+        assert_eq!(exponent(&[(5.0, 1.0)]), None);
+        assert_eq!(slope(&[(1.0, 1.0), (1.0, 2.0)]), None);
+    }
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        assert_eq!(median([3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median([]), 0.0);
+    }
+
+    #[test]
+    fn a_meter_sees_this_process() {
+        let meter = Meter::start();
+        let sample = meter.stop();
+        assert!(sample.wall_ms >= 0.0);
+        assert!(sample.harness_peak_rss_kib > 0, "VmHWM should be readable");
+    }
+}

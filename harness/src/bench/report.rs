@@ -1,0 +1,375 @@
+//! The benchmark's result: one JSON document (schema `acp-harness/bench/v1`, written to
+//! `--out`) and the same figures as a table for people, with the goals of docs/performance.md
+//! marked met or not.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use super::measure::Sample;
+use super::scale::{CasesSeries, FramesSeries, Growth};
+
+pub const SCHEMA: &str = "acp-harness/bench/v1";
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub schema: &'static str,
+    pub harness_version: &'static str,
+    /// `release` or `debug`: figures from a debug build are not representative.
+    pub build_profile: &'static str,
+    pub started_unix_ms: u64,
+    pub machine: Machine,
+    pub config: Config,
+    pub baseline: Option<CorpusFigures>,
+    pub suite: Option<CorpusFigures>,
+    /// suite / baseline, when both ran.
+    pub ratio: Option<Ratio>,
+    pub large: Option<Large>,
+    pub scale_cases: Option<CasesSeries>,
+    pub scale_frames: Option<FramesSeries>,
+    pub goals: Vec<Goal>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Machine {
+    pub cores: usize,
+    pub kernel: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Config {
+    pub sections: Vec<&'static str>,
+    pub quick: bool,
+    pub rounds: usize,
+    pub jobs: usize,
+    pub client: String,
+    pub filter: Vec<String>,
+}
+
+/// One corpus section (baseline or suite) over its rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct CorpusFigures {
+    pub client: String,
+    pub graded: bool,
+    pub cases: usize,
+    pub rounds: Vec<Sample>,
+    /// The round with the median wall time.
+    pub median: Sample,
+    pub cases_per_s: f64,
+    /// Cases that did not run to their end, in the worst round.
+    pub incomplete: usize,
+    /// Failing trials (fail, error, timeout, crash), in the last round.
+    pub failing_trials: usize,
+    /// Median time to write run.json, the transcripts and the report (suite only).
+    pub outputs_ms: Option<f64>,
+    /// The checks alone over one round's records, one thread (suite only).
+    pub checks_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Ratio {
+    /// Median over the rounds of suite wall time / baseline wall time of the same round.
+    pub wall: f64,
+    /// The same for CPU time, harness and children together.
+    pub cpu: f64,
+    pub pairs: Vec<f64>,
+}
+
+/// The 10,000-update case, run once per round.
+#[derive(Debug, Clone, Serialize)]
+pub struct Large {
+    pub updates: usize,
+    pub frames: usize,
+    pub parse_ms: f64,
+    pub runs_ms: Vec<f64>,
+    /// Median of `runs_ms`: launch, play, record, shut down, grade.
+    pub median_ms: f64,
+    pub checks_ms: f64,
+    pub harness_peak_rss_kib: u64,
+    pub passed: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Goal {
+    pub goal: String,
+    pub value: Option<f64>,
+    pub limit: f64,
+    pub unit: &'static str,
+    /// `None` when the section that measures it did not run.
+    pub met: Option<bool>,
+}
+
+impl BenchReport {
+    /// A report of this build on this machine, with no figures yet.
+    pub fn new(config: Config) -> BenchReport {
+        BenchReport {
+            schema: SCHEMA,
+            harness_version: env!("CARGO_PKG_VERSION"),
+            build_profile: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            },
+            started_unix_ms: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0),
+            machine: Machine {
+                cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+                kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                    .map(|s| s.trim().to_owned())
+                    .unwrap_or_default(),
+            },
+            config,
+            baseline: None,
+            suite: None,
+            ratio: None,
+            large: None,
+            scale_cases: None,
+            scale_frames: None,
+            goals: Vec::new(),
+        }
+    }
+
+    /// The goals of issue 8 / docs/performance.md, judged on what ran.
+    pub fn judge(&mut self) {
+        let at_most = |goal: String, value: Option<f64>, limit: f64, unit| Goal {
+            met: value.map(|v| v <= limit),
+            goal,
+            value,
+            limit,
+            unit,
+        };
+        let at_least = |goal: String, value: Option<f64>, limit: f64, unit| Goal {
+            met: value.map(|v| v >= limit),
+            goal,
+            value,
+            limit,
+            unit,
+        };
+        let suite_rss = self.suite.as_ref().map(|s| {
+            let kib = s.rounds.iter().map(|r| r.harness_peak_rss_kib).max();
+            mb(kib.unwrap_or(0))
+        });
+        self.goals = vec![
+            at_most(
+                "whole suite / baseline".into(),
+                self.ratio.as_ref().map(|r| r.wall),
+                1.3,
+                "×",
+            ),
+            at_least(
+                "cases per second (corpus, small scenarios)".into(),
+                self.suite.as_ref().map(|s| s.cases_per_s),
+                100.0,
+                "cases/s",
+            ),
+            at_most(
+                format!(
+                    "{} tool_call_updates recorded and checked",
+                    self.large.as_ref().map_or(10_000, |l| l.updates)
+                ),
+                self.large.as_ref().map(|l| l.median_ms / 1000.0),
+                1.0,
+                "s",
+            ),
+            at_most(
+                "harness peak RSS, whole suite".into(),
+                suite_rss,
+                100.0,
+                "MB",
+            ),
+        ];
+    }
+
+    pub fn write_json(&self, path: &Path) -> Result<()> {
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(path, text + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The table for people.
+    pub fn table(&self) -> String {
+        let mut t = String::new();
+        let c = &self.config;
+        let _ = writeln!(
+            t,
+            "acp-harness bench: {} build, {} cores, {} cases at a time, {} round(s){}",
+            self.build_profile,
+            self.machine.cores,
+            c.jobs,
+            c.rounds,
+            if c.quick { ", --quick" } else { "" }
+        );
+        if self.baseline.is_some() || self.suite.is_some() {
+            let _ = writeln!(
+                t,
+                "\n{:<9} {:<40} {:>6} {:>9} {:>8} {:>9} {:>10} {:>9}",
+                "section",
+                "client",
+                "cases",
+                "wall",
+                "cases/s",
+                "cpu self",
+                "cpu child",
+                "peak RSS",
+            );
+            for (name, f) in [("baseline", &self.baseline), ("suite", &self.suite)] {
+                if let Some(f) = f {
+                    let m = &f.median;
+                    let _ = writeln!(
+                        t,
+                        "{:<9} {:<40} {:>6} {:>9} {:>8.0} {:>9} {:>10} {:>9}",
+                        name,
+                        clip(&f.client, 40),
+                        f.cases,
+                        dur(m.wall_ms),
+                        f.cases_per_s,
+                        dur(m.harness_cpu_ms),
+                        dur(m.children_cpu_ms),
+                        mb_text(m.harness_peak_rss_kib),
+                    );
+                }
+            }
+            if let Some(s) = &self.suite {
+                let _ = writeln!(
+                    t,
+                    "          suite: checks alone {} (one thread), outputs (run.json, report) {}",
+                    s.checks_ms.map_or("-".into(), dur),
+                    s.outputs_ms.map_or("-".into(), dur),
+                );
+            }
+            if let Some(r) = &self.ratio {
+                let _ = writeln!(
+                    t,
+                    "ratio     suite / baseline: wall {:.2}×, cpu {:.2}× (median of {} paired rounds)",
+                    r.wall,
+                    r.cpu,
+                    r.pairs.len()
+                );
+            }
+            for (name, f) in [("baseline", &self.baseline), ("suite", &self.suite)] {
+                if let Some(f) = f.as_ref().filter(|f| f.incomplete > 0) {
+                    let _ = writeln!(
+                        t,
+                        "warning   {name}: {} case(s) did not run to their end",
+                        f.incomplete
+                    );
+                }
+            }
+        }
+        if let Some(l) = &self.large {
+            let _ = writeln!(
+                t,
+                "\nlarge     {} tool_call_updates ({} frames): {} recorded and checked \
+                 (median of {}), checks alone {}, parse {}, peak RSS {}{}",
+                l.updates,
+                l.frames,
+                dur(l.median_ms),
+                l.runs_ms.len(),
+                dur(l.checks_ms),
+                dur(l.parse_ms),
+                mb_text(l.harness_peak_rss_kib),
+                if l.passed { "" } else { ", NOT all passed" }
+            );
+        }
+        if let Some(s) = &self.scale_cases {
+            let _ = writeln!(
+                t,
+                "\nscale: number of cases\n{:>7} {:>9} {:>8} {:>9} {:>9}",
+                "cases", "wall", "cases/s", "cpu self", "peak RSS"
+            );
+            for p in &s.points {
+                let _ = writeln!(
+                    t,
+                    "{:>7} {:>9} {:>8.0} {:>9} {:>9}",
+                    p.cases,
+                    dur(p.sample.wall_ms),
+                    p.cases_per_s,
+                    dur(p.sample.harness_cpu_ms),
+                    mb_text(p.sample.harness_peak_rss_kib)
+                );
+            }
+            let _ = writeln!(t, "{}", growth_line(&s.growth, "case"));
+        }
+        if let Some(s) = &self.scale_frames {
+            let _ = writeln!(
+                t,
+                "\nscale: frames per scenario\n{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "updates", "frames", "wall", "checks", "parse", "cpu self", "peak RSS", "passed"
+            );
+            for p in &s.points {
+                let _ = writeln!(
+                    t,
+                    "{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                    p.updates,
+                    p.frames,
+                    dur(p.sample.wall_ms),
+                    dur(p.checks_ms),
+                    dur(p.parse_ms),
+                    dur(p.sample.harness_cpu_ms),
+                    mb_text(p.sample.harness_peak_rss_kib),
+                    if p.passed { "yes" } else { "NO" }
+                );
+            }
+            let _ = writeln!(t, "{}", growth_line(&s.growth, "frame"));
+        }
+        let _ = writeln!(t, "\ngoals");
+        for g in &self.goals {
+            let value = g
+                .value
+                .map_or("not measured".into(), |v| format!("{v:.2} {}", g.unit));
+            let verdict = match g.met {
+                Some(true) => "met",
+                Some(false) => "NOT met",
+                None => "-",
+            };
+            let sense = if g.unit == "cases/s" { "≥" } else { "≤" };
+            let _ = writeln!(
+                t,
+                "  {:<48} {:>16}   goal {sense} {} {:<8} {verdict}",
+                g.goal, value, g.limit, g.unit
+            );
+        }
+        t
+    }
+}
+
+fn growth_line(g: &Growth, unit: &str) -> String {
+    let f = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.2}"));
+    format!(
+        "slope: time ∝ {unit}s^{} (fitted over all points; last decade ^{}), memory {} KiB per {unit}",
+        f(g.time_exponent),
+        f(g.time_exponent_last),
+        g.rss_kib_per_unit.map_or("-".into(), |v| format!("{v:.2}"))
+    )
+}
+
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_owned()
+    } else {
+        let mut s: String = text.chars().take(width - 1).collect();
+        s.push('…');
+        s
+    }
+}
+
+/// KiB as MB (10⁶ bytes), the unit of the memory goal.
+pub fn mb(kib: u64) -> f64 {
+    kib as f64 * 1024.0 / 1e6
+}
+
+fn mb_text(kib: u64) -> String {
+    format!("{:.1} MB", mb(kib))
+}
+
+fn dur(ms: f64) -> String {
+    if ms >= 1000.0 {
+        format!("{:.2} s", ms / 1000.0)
+    } else {
+        format!("{ms:.1} ms")
+    }
+}

@@ -1,0 +1,238 @@
+//! How the cost grows: one generated scenario of growing size (frames per scenario), and the
+//! corpus repeated to a growing number of cases. Each point is one timed run; the slope of the
+//! series, not any single point, is what the table states. The large case is one such scenario,
+//! run once a round.
+
+use std::path::Path;
+use std::time::Instant;
+
+use acp_fake_agents::scenario::Case;
+use acp_fake_agents::transcript::Direction;
+use anyhow::{Result, bail};
+use serde::Serialize;
+
+use super::generate;
+use super::measure::{Meter, Sample, exponent, median, ms, slope};
+use super::progress;
+use super::report::Large;
+use crate::checks::{Grade, grade_case};
+use crate::client_spec::ClientSpec;
+use crate::record::RunEnd;
+use crate::runner::{RunConfig, run_case, run_cases};
+
+/// One point of the frames series.
+#[derive(Debug, Clone, Serialize)]
+pub struct FramesPoint {
+    /// tool_call_updates in the generated scenario.
+    pub updates: usize,
+    /// ACP frames in the recorded transcript, both directions.
+    pub frames: usize,
+    /// Every transcript entry: frames, control-plane messages and notes.
+    pub transcript_entries: usize,
+    /// Parsing the generated file (not part of the run).
+    pub parse_ms: f64,
+    /// The case: launch, play, record, shut down, grade (`run_case`).
+    pub sample: Sample,
+    /// The checks alone over the finished record, again, one thread.
+    pub checks_ms: f64,
+    /// The case completed and no trial failed.
+    pub passed: bool,
+}
+
+/// One point of the cases series.
+#[derive(Debug, Clone, Serialize)]
+pub struct CasesPoint {
+    pub cases: usize,
+    pub sample: Sample,
+    pub cases_per_s: f64,
+}
+
+/// How a series grows: fitted exponents of time (`t ∝ xᵏ`), over every point and over the last
+/// decade (the asymptote: 1 is linear, 2 quadratic), and memory per unit (least squares).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Growth {
+    pub time_exponent: Option<f64>,
+    pub time_exponent_last: Option<f64>,
+    pub rss_kib_per_unit: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FramesSeries {
+    pub points: Vec<FramesPoint>,
+    pub growth: Growth,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CasesSeries {
+    pub points: Vec<CasesPoint>,
+    pub growth: Growth,
+}
+
+/// Generates, parses and runs one scenario of `updates` tool_call_updates.
+async fn frames_point(
+    dir: &Path,
+    updates: usize,
+    client: &ClientSpec,
+    cfg: &RunConfig,
+) -> Result<FramesPoint> {
+    let path = generate::write_updates(dir, updates)?;
+    let parsing = Instant::now();
+    let cases = generate::load(&path)?;
+    let parse_ms = ms(parsing.elapsed());
+    let [case] = cases.as_slice() else {
+        bail!("{} holds {} cases, not one", path.display(), cases.len());
+    };
+    let meter = Meter::start();
+    let result = run_case(case, client, cfg).await;
+    let sample = meter.stop();
+    let checks = Instant::now();
+    let trials = grade_case(&result.record);
+    let checks_ms = ms(checks.elapsed());
+    let transcript = &result.record.transcript;
+    let frames = transcript
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.direction,
+                Direction::AgentToClient | Direction::ClientToAgent
+            )
+        })
+        .count();
+    let passed = result.record.end == RunEnd::Completed
+        && !trials.iter().any(|t| {
+            matches!(
+                t.grade,
+                Grade::Fail | Grade::Error | Grade::Timeout | Grade::Crash
+            )
+        });
+    Ok(FramesPoint {
+        updates,
+        frames,
+        transcript_entries: transcript.len(),
+        parse_ms,
+        sample,
+        checks_ms,
+        passed,
+    })
+}
+
+/// The corpus repeated (cycled) to `n` cases, graded.
+async fn cases_point(
+    corpus: &[Case],
+    n: usize,
+    client: &ClientSpec,
+    cfg: &RunConfig,
+) -> CasesPoint {
+    let cases: Vec<Case> = corpus.iter().cycle().take(n).cloned().collect();
+    let meter = Meter::start();
+    let results = run_cases(cases, client, cfg, |_| {}).await;
+    let sample = meter.stop();
+    CasesPoint {
+        cases: results.len(),
+        cases_per_s: per_second(results.len(), sample.wall_ms),
+        sample,
+    }
+}
+
+pub fn per_second(count: usize, wall_ms: f64) -> f64 {
+    if wall_ms > 0.0 {
+        count as f64 * 1000.0 / wall_ms
+    } else {
+        0.0
+    }
+}
+
+/// Growth of a series of `(x, sample)`.
+fn growth(points: &[(f64, Sample)]) -> Growth {
+    let time: Vec<(f64, f64)> = points.iter().map(|(x, s)| (*x, s.wall_ms)).collect();
+    let rss: Vec<(f64, f64)> = points
+        .iter()
+        .map(|(x, s)| (*x, s.harness_peak_rss_kib as f64))
+        .collect();
+    Growth {
+        time_exponent: exponent(&time),
+        time_exponent_last: time.len().checked_sub(2).and_then(|i| exponent(&time[i..])),
+        rss_kib_per_unit: slope(&rss),
+    }
+}
+
+/// The large case, once a round.
+pub async fn large(
+    dir: &Path,
+    updates: usize,
+    rounds: usize,
+    client: &ClientSpec,
+    cfg: &RunConfig,
+) -> Result<Large> {
+    let mut points = Vec::new();
+    for round in 1..=rounds {
+        let p = frames_point(dir, updates, client, cfg).await?;
+        progress(&format!(
+            "large round {round}/{rounds}: {updates} updates in {:.2} s",
+            p.sample.wall_ms / 1000.0
+        ));
+        points.push(p);
+    }
+    let samples: Vec<_> = points.iter().map(|p| p.sample).collect();
+    Ok(Large {
+        updates,
+        frames: points.first().map_or(0, |p| p.frames),
+        parse_ms: median(points.iter().map(|p| p.parse_ms)),
+        runs_ms: samples.iter().map(|s| s.wall_ms).collect(),
+        median_ms: median(samples.iter().map(|s| s.wall_ms)),
+        checks_ms: median(points.iter().map(|p| p.checks_ms)),
+        harness_peak_rss_kib: samples
+            .iter()
+            .map(|s| s.harness_peak_rss_kib)
+            .max()
+            .unwrap_or(0),
+        passed: points.iter().all(|p| p.passed),
+    })
+}
+
+/// The corpus repeated to each of `counts` cases.
+pub async fn cases_series(
+    corpus: &[Case],
+    counts: &[usize],
+    client: &ClientSpec,
+    cfg: &RunConfig,
+) -> CasesSeries {
+    let mut points = Vec::new();
+    for &n in counts {
+        let p = cases_point(corpus, n, client, cfg).await;
+        progress(&format!(
+            "scale-cases: {n} cases in {:.2} s",
+            p.sample.wall_ms / 1000.0
+        ));
+        points.push(p);
+    }
+    let xs: Vec<_> = points.iter().map(|p| (p.cases as f64, p.sample)).collect();
+    CasesSeries {
+        growth: growth(&xs),
+        points,
+    }
+}
+
+/// One generated scenario per count of updates in `counts`.
+pub async fn frames_series(
+    dir: &Path,
+    counts: &[usize],
+    client: &ClientSpec,
+    cfg: &RunConfig,
+) -> Result<FramesSeries> {
+    let mut points = Vec::new();
+    for &n in counts {
+        let p = frames_point(dir, n, client, cfg).await?;
+        progress(&format!(
+            "scale-frames: {n} updates ({} frames) in {:.2} s",
+            p.frames,
+            p.sample.wall_ms / 1000.0
+        ));
+        points.push(p);
+    }
+    let xs: Vec<_> = points.iter().map(|p| (p.frames as f64, p.sample)).collect();
+    Ok(FramesSeries {
+        growth: growth(&xs),
+        points,
+    })
+}
