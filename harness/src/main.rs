@@ -283,16 +283,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         started_unix_ms: u64::try_from(started_unix_ms).unwrap_or(u64::MAX),
         duration_ms: started.elapsed().as_millis() as u64,
     };
-    let run = run_json::build(header, &scenario_info, &results);
-    run_json::write_run(&args.out, &run, &results)?;
-    // The report is made from what was just written, as `acp-harness report` would, but with
-    // the transcripts handed over rather than read back and parsed again (docs/performance.md).
-    let transcripts = run_json::take_transcripts(&mut results);
-    let report = acp_reports::write_report(
-        &[acp_reports::LoadedRun::new(args.out.join("run.json"), run)
-            .with_transcripts(transcripts)],
-        &args.out.join("report"),
-    );
+    let report = run_json::write_outputs(header, &scenario_info, &mut results, &args.out)?;
 
     let failing: Vec<String> = results
         .iter()

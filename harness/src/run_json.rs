@@ -225,6 +225,26 @@ pub fn write_run(out: &Path, run: &RunJson, results: &[CaseResult]) -> Result<()
     Ok(())
 }
 
+/// What `acp-harness run` writes after its cases: run.json with one transcript file per case
+/// (an error there is returned), then the HTML report of that run, made with the transcripts
+/// handed over rather than read back and parsed again (docs/performance.md). The report's own
+/// outcome comes back inside, so a caller can still show the results when only the report
+/// failed. `results` lose their transcripts.
+pub fn write_outputs(
+    header: RunHeader<'_>,
+    scenarios: &ScenarioInfo,
+    results: &mut [CaseResult],
+    out: &Path,
+) -> Result<Result<acp_reports::Written, acp_reports::ReportError>> {
+    let run = build(header, scenarios, results);
+    write_run(out, &run, results)?;
+    let transcripts = take_transcripts(results);
+    Ok(acp_reports::write_report(
+        &[acp_reports::LoadedRun::new(out.join("run.json"), run).with_transcripts(transcripts)],
+        &out.join("report"),
+    ))
+}
+
 /// Moves every case's transcript out of `results` (left empty) into the form the report reads,
 /// keyed as run.json names the files: the report then renders what [`write_run`] just wrote
 /// without reading it back and parsing it again (docs/performance.md).

@@ -138,17 +138,21 @@ pub fn id_key(id: &Value) -> String {
     id.to_string()
 }
 
-/// A short human description of an id with its JSON type, e.g. `"1" (string)`.
-pub fn describe_id(id: &Value) -> String {
-    let ty = match id {
+/// The JSON type of a value, as JSON Schema names it (`string`, `object`, …).
+pub fn json_type(v: &Value) -> &'static str {
+    match v {
         Value::Null => "null",
         Value::Bool(_) => "boolean",
         Value::Number(_) => "number",
         Value::String(_) => "string",
         Value::Array(_) => "array",
         Value::Object(_) => "object",
-    };
-    format!("{id} ({ty})")
+    }
+}
+
+/// A short human description of an id with its JSON type, e.g. `"1" (string)`.
+pub fn describe_id(id: &Value) -> String {
+    format!("{id} ({})", json_type(id))
 }
 
 /// Classifies one wire entry by the JSON-RPC 2.0 envelope rules.

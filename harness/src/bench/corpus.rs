@@ -11,9 +11,9 @@ use acp_fake_agents::scenario::Case;
 use anyhow::Result;
 
 use super::measure::{Meter, Sample, ms};
-use crate::checks::{Grade, grade_case};
+use crate::checks::grade_case;
 use crate::client_spec::ClientSpec;
-use crate::output::progress_line;
+use crate::output::{is_failing, progress_line};
 use crate::record::RunEnd;
 use crate::run_json;
 use crate::runner::{CaseResult, RunConfig, run_cases};
@@ -97,12 +97,7 @@ fn round(sample: Sample, outputs_ms: Option<f64>, results: &[CaseResult]) -> Rou
     let failing_trials = results
         .iter()
         .flat_map(|r| &r.trials)
-        .filter(|t| {
-            matches!(
-                t.grade,
-                Grade::Fail | Grade::Error | Grade::Timeout | Grade::Crash
-            )
-        })
+        .filter(|t| is_failing(t.grade, false))
         .count();
     Round {
         sample,
@@ -131,13 +126,7 @@ fn write_outputs(
         started_unix_ms,
         duration_ms: started.elapsed().as_millis() as u64,
     };
-    let run = run_json::build(header, &run_json::ScenarioInfo::of(cases), results);
-    run_json::write_run(out, &run, results)?;
-    let transcripts = run_json::take_transcripts(results);
-    acp_reports::write_report(
-        &[acp_reports::LoadedRun::new(out.join("run.json"), run).with_transcripts(transcripts)],
-        &out.join("report"),
-    )?;
+    run_json::write_outputs(header, &run_json::ScenarioInfo::of(cases), results, out)??;
     Ok(())
 }
 

@@ -15,8 +15,9 @@ use super::generate;
 use super::measure::{Meter, Sample, exponent, median, ms, slope};
 use super::progress;
 use super::report::Large;
-use crate::checks::{Grade, grade_case};
+use crate::checks::grade_case;
 use crate::client_spec::ClientSpec;
+use crate::output::is_failing;
 use crate::record::RunEnd;
 use crate::runner::{RunConfig, run_case, run_cases};
 
@@ -99,12 +100,7 @@ async fn frames_point(
         })
         .count();
     let passed = result.record.end == RunEnd::Completed
-        && !trials.iter().any(|t| {
-            matches!(
-                t.grade,
-                Grade::Fail | Grade::Error | Grade::Timeout | Grade::Crash
-            )
-        });
+        && !trials.iter().any(|t| is_failing(t.grade, false));
     Ok(FramesPoint {
         updates,
         frames,

@@ -13,6 +13,7 @@
 //! * the `arguments` an MCP tool was called with are that tool's own parameters: only their type
 //!   (an object) is compared.
 
+use acp_harness::wire_model::json_type;
 use serde_json::Value;
 
 /// Keys whose values are protocol vocabulary and must be equal.
@@ -38,17 +39,6 @@ pub fn diff(recorded: &Value, ours: &Value) -> Vec<String> {
     let mut out = Vec::new();
     walk(recorded, ours, "", "", "", &mut out);
     out
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
 }
 
 /// `key` is the object key this value sits under ("" for an array element); `array_key` is the
@@ -121,10 +111,10 @@ fn walk(r: &Value, o: &Value, path: &str, key: &str, array_key: &str, out: &mut 
                 walk(rv, ov, &format!("{path}/{i}"), "", key, out);
             }
         }
-        _ if type_name(r) != type_name(o) => out.push(format!(
+        _ if json_type(r) != json_type(o) => out.push(format!(
             "{at}: recorded {} {r}, ours {} {o}",
-            type_name(r),
-            type_name(o)
+            json_type(r),
+            json_type(o)
         )),
         _ => {
             let exact = EXACT.contains(&key) || (key == "name" && array_key == "options");
