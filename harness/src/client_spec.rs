@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 
 pub use profile::{Cancel, ChooseInput, Install, Policy};
 
+use crate::policy::{DeclaredPolicy, PolicySource};
+
 /// How the harness drives a client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -208,6 +210,20 @@ impl ClientSpec {
             Some(s) if s.starts_with("mutant:") => Self::mutant(&s["mutant:".len()..]),
             Some(s) => Self::parse(s),
         }
+    }
+
+    /// The auto-approval policy the profile declares (`[policy]`; an adapter declares its own in
+    /// `hello`). `None` for a client without a `[policy]`: it approves nothing by itself.
+    pub fn declared_policy(&self) -> Option<DeclaredPolicy> {
+        let policy = self.wire.policy.as_ref()?;
+        // Validated when the profile was read; a policy built by hand that does not validate
+        // declares nothing, which the check reads as "approves nothing by itself".
+        let decisions = policy.decisions().ok()?;
+        Some(DeclaredPolicy {
+            source: PolicySource::Profile,
+            name: Some(policy.name.clone()),
+            policy: decisions,
+        })
     }
 
     /// The argv to execute, with placeholders filled (`{agent_argv}` and `{policy}` splice

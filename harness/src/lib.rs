@@ -15,6 +15,7 @@ pub mod launch;
 pub mod locate;
 pub mod observe;
 pub mod output;
+pub mod policy;
 pub mod pty;
 pub mod record;
 pub mod run_json;

@@ -120,6 +120,7 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
                 workspace: PathBuf::new(),
                 outside: PathBuf::new(),
                 files_after: BTreeMap::new(),
+                symlinks: BTreeMap::new(),
                 end: RunEnd::HarnessError {
                     reason: format!("{err:#}"),
                 },
@@ -222,6 +223,7 @@ async fn run_case_inner(
         workspace: workspace.clone(),
         outside: outside.clone(),
         files_after: BTreeMap::new(),
+        symlinks: BTreeMap::new(),
         end: RunEnd::Completed,
         stderr_tail: String::new(),
         repro,
@@ -255,6 +257,12 @@ async fn run_case_inner(
         }
     };
     rec.note(json!({"type":"client_started","argv":argv,"pid":launched.pgid}));
+    if let Some(declared) = client.declared_policy() {
+        // The transcript says what the client promised, so it can be judged on its own.
+        let mut note = serde_json::to_value(&declared)?;
+        note["type"] = json!("declared_policy");
+        rec.note(note);
+    }
 
     let deadline = tokio::time::Instant::now() + cfg.case_timeout;
     let mut control = None;

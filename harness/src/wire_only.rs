@@ -310,6 +310,9 @@ mod tests {
             flags: Vec::new(),
             prompts,
             about: String::new(),
+            approves: Vec::new(),
+            scope: None,
+            allow_always: false,
         });
         spec
     }

@@ -7,6 +7,7 @@
 //! Every check reads the case through one shared [`WireModel`] (built once per case by
 //! [`grade_case`]), so no check re-derives pairing, sessions or tool-call state.
 
+mod auto_approval;
 mod cancel_stop;
 mod fs;
 mod initialize;
@@ -18,6 +19,7 @@ mod session_isolation;
 mod stable_item_type;
 mod subject_kind;
 
+pub use auto_approval::{AutoApproval, declared_policy};
 pub use cancel_stop::CancelStop;
 pub use fs::Fs;
 pub use initialize::Initialize;
@@ -161,6 +163,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(Fs),
         Box::new(Initialize),
         Box::new(SessionIsolation),
+        Box::new(AutoApproval),
     ]
 }
 

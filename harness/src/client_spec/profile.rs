@@ -13,6 +13,7 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 use super::ControlMode;
+use crate::policy::{DecisionPolicy, Scope};
 
 /// The profile file as written.
 #[derive(Debug, Deserialize)]
@@ -71,6 +72,29 @@ pub struct Policy {
     /// What the policy does, in words (shown in reports and the README).
     #[serde(default)]
     pub about: String,
+    /// What the client approves without its user (the `auto-approval` check judges it): the
+    /// effective tool kinds (ACP `ToolKind`), …
+    #[serde(default)]
+    pub approves: Vec<String>,
+    /// … inside the workspace only (`"workspace"`, the default) or `"anywhere"`, …
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// … and whether it may pick an `allow_always` option by itself.
+    #[serde(default)]
+    pub allow_always: bool,
+}
+
+impl Policy {
+    /// The decision part, checked (kinds and scope are validated when the profile is read, so
+    /// this fails only for a policy built by hand).
+    pub fn decisions(&self) -> Result<DecisionPolicy, String> {
+        let scope = match &self.scope {
+            None => Scope::default(),
+            Some(text) => Scope::parse(text)
+                .ok_or_else(|| format!("unknown scope {text:?} (workspace or anywhere)"))?,
+        };
+        DecisionPolicy::new(self.approves.clone(), scope, self.allow_always)
+    }
 }
 
 /// `[cancel]` as written: exactly one of the three.
@@ -185,11 +209,22 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
         );
     }
     match (&file.policy, file.argv.iter().any(|a| a == "{policy}")) {
-        (Some(_), false) => {
-            bail!("{at}: [policy] is set but argv has no \"{{policy}}\" element for its flags")
+        // A policy without flags is the client's default behaviour: nothing to splice.
+        (Some(policy), false) if !policy.flags.is_empty() => {
+            bail!("{at}: [policy] has flags but argv has no \"{{policy}}\" element to put them")
         }
         (None, true) => bail!("{at}: argv has \"{{policy}}\" but there is no [policy]"),
         _ => {}
+    }
+    if let Some(policy) = &file.policy {
+        if let Some(scope) = &policy.scope {
+            if Scope::parse(scope).is_none() {
+                bail!("{at}: [policy] scope: unknown scope {scope:?} (workspace or anywhere)");
+            }
+        }
+        if let Err(e) = policy.decisions() {
+            bail!("{at}: [policy] approves: {e}");
+        }
     }
     if file.control == ControlMode::None && !uses("{prompt}") {
         bail!(
