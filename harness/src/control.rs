@@ -252,6 +252,14 @@ impl ControlPlane {
             .cloned()
     }
 
+    /// The client resolved the request by its own policy without showing a card.
+    fn decided_by_client(state: &State, request_id: &Value) -> bool {
+        state
+            .resolved
+            .iter()
+            .any(|r| &r["requestId"] == request_id && r["by"] == "policy")
+    }
+
     fn error_for(state: &State, seq: u64) -> Option<String> {
         state
             .errors
@@ -294,8 +302,24 @@ impl UserDriver for ControlPlane {
                 ..
             } => {
                 let what = format!("approval for request {request_id}");
-                self.wait_for(timeout, &what, |s| Self::approval_for(s, &request_id))
+                let shown = self
+                    .wait_for(timeout, &what, |s| {
+                        Self::approval_for(s, &request_id)
+                            .map(|_| true)
+                            .or_else(|| Self::decided_by_client(s, &request_id).then_some(false))
+                    })
                     .await?;
+                if !shown {
+                    // The client answered by itself (CONTROL.md, `policy` in hello): there is
+                    // no card to click, and the auto-approval check judges the answer.
+                    self.rec.note(json!({
+                        "type": "user_choose_skipped",
+                        "requestId": request_id,
+                        "optionId": option_id,
+                        "reason": "the client answered this request by itself (approval_resolved by policy) and showed no card",
+                    }));
+                    return Ok(());
+                }
                 let seq = self
                     .send(json!({"type":"choose","requestId":request_id,"optionId":option_id}))
                     .await?;

@@ -19,6 +19,7 @@ pub use acp_reports::run::{
 
 use crate::checks::all_checks;
 use crate::client_spec::ClientSpec;
+use crate::policy::{DecisionPolicy, DeclaredPolicy, PolicySource};
 use crate::record::RunEnd;
 use crate::runner::{CaseResult, RunConfig};
 
@@ -93,6 +94,7 @@ pub fn build(header: RunHeader<'_>, scenarios: &ScenarioInfo, results: &[CaseRes
             source: header.client.source.clone(),
             argv: header.client.argv.clone(),
             reported: reported_client(results),
+            policy: declared_policy(header.client, results),
         },
         config: RunConfigInfo {
             step_timeout_ms: header.cfg.step_timeout.as_millis() as u64,
@@ -109,6 +111,27 @@ pub fn build(header: RunHeader<'_>, scenarios: &ScenarioInfo, results: &[CaseRes
         profiles: scenarios.profiles.clone(),
         cases: results.iter().map(|r| case_json(r, scenarios)).collect(),
     }
+}
+
+/// The auto-approval policy the client declared: its profile's `[policy]`, else the `policy` of
+/// the first adapter `hello` (every case runs the same client) (`None`: it declared nothing).
+pub fn declared_policy(client: &ClientSpec, results: &[CaseResult]) -> Option<Value> {
+    if let Some(declared) = client.declared_policy() {
+        return serde_json::to_value(declared).ok();
+    }
+    let hello = results
+        .iter()
+        .flat_map(|r| &r.record.transcript)
+        .find(|e| {
+            e.direction == Direction::AdapterToHarness && e.control_type() == Some("hello")
+        })?;
+    let policy = DecisionPolicy::from_hello(hello.json.as_ref()?.get("policy")?).ok()?;
+    serde_json::to_value(DeclaredPolicy {
+        source: PolicySource::Hello,
+        name: None,
+        policy,
+    })
+    .ok()
 }
 
 /// What the client said about itself: the adapter's `hello.client`, else the `clientInfo` of its

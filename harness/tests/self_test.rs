@@ -45,7 +45,15 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("mcp-server-without-env", &["schema"]),
     ("editor-save-hooks", &["fs"]),
     ("session-before-initialized", &["initialize"]),
+    ("approve-by-request-kind", &["auto-approval"]),
+    ("approve-by-title-guess", &["auto-approval"]),
+    ("workspace-prefix-check", &["auto-approval"]),
+    ("remembered-any-kind", &["auto-approval"]),
 ];
+
+/// The reference client under each policy it ships with: with none it asks for everything; with
+/// one it approves by itself what the policy allows, and must still pass everything.
+const REFERENCE_POLICIES: &[&str] = &["read-only", "workspace-write"];
 
 /// Cases in flight at once. Cases mostly wait on pipes and timers, so more than the number of
 /// cores keeps the machine busy without starving anyone.
@@ -179,6 +187,12 @@ fn the_reference_passes_everything_and_each_mutant_fails_exactly_its_checks() {
         "reference".to_owned(),
         ClientSpec::reference().expect("reference client"),
     )];
+    for policy in REFERENCE_POLICIES {
+        let mut spec = ClientSpec::reference().expect("reference client");
+        spec.argv
+            .extend(["--policy".to_owned(), policy.to_string()]);
+        clients.push((format!("reference --policy {policy}"), spec));
+    }
     for (name, _) in MUTANTS {
         clients.push((
             name.to_string(),
@@ -188,15 +202,24 @@ fn the_reference_passes_everything_and_each_mutant_fails_exactly_its_checks() {
     let results = run_everything(clients);
     let cases = results["reference"].len();
 
-    // The reference client: nothing but pass and not_applicable, and every check passes somewhere.
-    let reference = &results["reference"];
-    assert!(!reference.is_empty());
-    let bad = unexplained(reference, false);
-    assert!(
-        failed_checks(reference).is_empty() && bad.is_empty(),
-        "the reference client must pass everything:\n{}",
-        describe(reference)
+    // The reference client, under every policy: nothing but pass and not_applicable.
+    let references = std::iter::once("reference".to_owned()).chain(
+        REFERENCE_POLICIES
+            .iter()
+            .map(|p| format!("reference --policy {p}")),
     );
+    for name in references {
+        let list = &results[&name];
+        assert!(!list.is_empty());
+        let bad = unexplained(list, false);
+        assert!(
+            failed_checks(list).is_empty() && bad.is_empty(),
+            "{name} must pass everything:\n{}",
+            describe(list)
+        );
+    }
+    // Every check passes somewhere.
+    let reference = &results["reference"];
     for check in all_checks() {
         assert!(
             reference

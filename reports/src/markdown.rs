@@ -14,6 +14,9 @@ use crate::model::{Counts, Model};
 /// Trials listed with their message; the rest are counted.
 const MAX_LISTED: usize = 30;
 
+/// The check whose failures are listed first: a client approving by itself what it must not.
+const SECURITY_CHECK: &str = "auto-approval";
+
 #[derive(Template)]
 #[template(path = "summary.md")]
 struct Summary {
@@ -79,6 +82,10 @@ pub fn render(model: &Model, report_hint: &str) -> Result<String, ReportError> {
                 run.duration,
                 run.counts.total()
             );
+            facts.push_str(&format!(
+                " · auto-approval policy: {}",
+                md_text(&run.policy)
+            ));
             if run.strict {
                 facts.push_str(" · --strict");
             }
@@ -91,12 +98,18 @@ pub fn render(model: &Model, report_hint: &str) -> Result<String, ReportError> {
                 .map(|a| row(&a.key, &a.counts, a.failing))
                 .chain(std::iter::once(row("**all**", &run.counts, run.failing)))
                 .collect();
-            let mut failures: Vec<Failure> = run
+            let mut attention: Vec<_> = run
                 .agents
                 .iter()
                 .flat_map(|a| &a.cases)
                 .flat_map(|(case, _)| &case.trials)
                 .filter(|t| crate::grade::Grade::of(&t.grade).needs_attention())
+                .collect();
+            // What a client approved by itself is the security finding: it leads (stable sort,
+            // so the rest keeps the report's order).
+            attention.sort_by_key(|t| t.check != SECURITY_CHECK);
+            let mut failures: Vec<Failure> = attention
+                .into_iter()
                 .map(|t| {
                     let text = t.message.trim_end().to_owned();
                     Failure {

@@ -229,6 +229,8 @@ pub struct RunView {
     pub dir: String,
     pub client: String,
     pub client_version: Option<String>,
+    /// The declared auto-approval policy, in words.
+    pub policy: String,
     pub source: String,
     pub harness: String,
     pub acp_schema: String,
@@ -327,6 +329,7 @@ fn run_view(index: usize, loaded: &LoadedRun, dirs: &mut Unique) -> RunView {
         dir,
         client,
         client_version: version,
+        policy: run.client.policy_words(),
         source: run.client.source.clone(),
         harness: format!("{} {}", run.harness.name, run.harness.version),
         acp_schema: run.acp_schema.clone(),

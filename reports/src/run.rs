@@ -52,9 +52,48 @@ pub struct ClientInfo {
     /// What the client said about itself: the adapter's `hello.client`, else the `clientInfo`
     /// of its `initialize` request (`{"name": …, "version": …}`); null if it said nothing.
     pub reported: Option<Value>,
+    /// What the client declared it approves without its user (`{"source": "profile"|"hello",
+    /// "name"?, "policy": {"approves", "scope", "allowAlways"}}`); absent: it declared nothing,
+    /// so it approves nothing by itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Value>,
 }
 
 impl ClientInfo {
+    /// The declared auto-approval policy in words.
+    pub fn policy_words(&self) -> String {
+        let Some(declared) = &self.policy else {
+            return "none declared: approves nothing by itself".into();
+        };
+        let policy = declared.get("policy").unwrap_or(&Value::Null);
+        let kinds: Vec<&str> = policy
+            .get("approves")
+            .and_then(Value::as_array)
+            .map(|k| k.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let origin = match (
+            declared.get("source").and_then(Value::as_str),
+            declared.get("name").and_then(Value::as_str),
+        ) {
+            (Some("hello"), _) => "declared in hello".to_owned(),
+            (_, Some(name)) => format!("profile policy `{name}`"),
+            _ => "profile policy".to_owned(),
+        };
+        if kinds.is_empty() {
+            return format!("{origin}: approves nothing by itself");
+        }
+        let scope = match policy.get("scope").and_then(Value::as_str) {
+            Some("anywhere") => "anywhere",
+            _ => "inside the workspace",
+        };
+        let always = if policy.get("allowAlways").and_then(Value::as_bool) == Some(true) {
+            ", may grant allow_always"
+        } else {
+            ""
+        };
+        format!("{origin}: approves {} {scope}{always}", kinds.join(", "))
+    }
+
     /// The version the client reported, if any.
     pub fn reported_version(&self) -> Option<&str> {
         self.reported.as_ref()?.get("version")?.as_str()

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::approvals::{self, Approval, Approvals};
 use crate::control::{Button, By, Event, Outcome, TurnState};
+use crate::decide::{self, Decider, Policy, ToolFacts};
 use crate::fs;
 use crate::mutation::Mutant;
 use crate::rpc::{Connection, Incoming, RpcError};
@@ -64,6 +65,8 @@ pub struct Client {
     events: Vec<Event>,
     /// The ACP session the user prompted last (only `global-approval-handler` reads it).
     last_prompted: Option<String>,
+    /// What the client approves without asking (its policy and the user's remembered grants).
+    decider: Decider,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -94,7 +97,20 @@ impl Client {
             approvals: Approvals::default(),
             events: Vec::new(),
             last_prompted: None,
+            decider: Decider::new(Policy::for_mutant(mutant), mutant),
         }
+    }
+
+    /// Run with this auto-approval policy (`--policy`), declared in `hello`.
+    pub fn with_policy(mut self, policy: Option<Policy>) -> Self {
+        if policy.is_some() {
+            self.decider = Decider::new(policy, self.mutant);
+        }
+        self
+    }
+
+    pub fn policy(&self) -> Option<&Policy> {
+        self.decider.policy()
     }
 
     pub fn name(&self) -> &'static str {
@@ -350,6 +366,20 @@ impl Client {
         let Some(approval) = self.approvals.take(request_id) else {
             return;
         };
+        if option.kind == "allow_always" {
+            // The user's "always": later requests of the same kinds in this session are
+            // approved without asking (decide.rs).
+            let (kinds, _) = self
+                .timeline
+                .facts(&approval.session_id, &approval.tool_call_id);
+            let call = self
+                .timeline
+                .call(&approval.session_id, &approval.tool_call_id)
+                .cloned()
+                .unwrap_or_default();
+            let kinds = decide::effective_kinds(kinds, &call);
+            self.decider.remember(&approval.session_id, &kinds);
+        }
         let mut answer = option.option_id.clone();
         // MUTANT unoffered-option (ZERO #915): the answer is built against a fixed default list
         // ("allow" / "reject") instead of the options this request offered.
@@ -560,6 +590,20 @@ impl Client {
             .timeline
             .announce(session_id, tool_call_id, tool_call, turn);
         self.show_item(view);
+        if !cancelling {
+            if let Some(option_id) = self.own_answer(session_id, tool_call_id, tool_call, &options)
+            {
+                // Decided without the user: no card, the harness sees `by: policy`.
+                self.events.push(Event::ApprovalResolved {
+                    session_id: session_id.to_owned(),
+                    request_id: request_id.clone(),
+                    outcome: Outcome::Selected,
+                    option_id: Some(option_id.clone()),
+                    by: By::Policy,
+                });
+                return Ok(Some(selected(&option_id)));
+            }
+        }
         let effective = self.timeline.call(session_id, tool_call_id);
         let mut subject = effective.map_or(Subject::Generic, classify);
         // MUTANT always-command (bb #1719 before #1803): every approval is a command approval
@@ -676,6 +720,30 @@ impl Client {
         }
         self.approvals.add(approval);
         Ok(None)
+    }
+
+    /// The option the client picks by itself for this request (policy or remembered grant), if
+    /// any.
+    fn own_answer(
+        &self,
+        session_id: &str,
+        tool_call_id: &str,
+        request: &serde_json::Map<String, Value>,
+        options: &[approvals::PermissionOption],
+    ) -> Option<String> {
+        let workspace = self.session_by_id(session_id).map(|s| s.cwd.clone())?;
+        let (kinds, places) = self.timeline.facts(session_id, tool_call_id);
+        let facts = ToolFacts {
+            kinds,
+            places,
+            request,
+        };
+        let offered: Vec<(String, String)> = options
+            .iter()
+            .map(|o| (o.option_id.clone(), o.kind.clone()))
+            .collect();
+        self.decider
+            .decide(session_id, Path::new(&workspace), &facts, &offered)
     }
 
     fn on_session_update(&mut self, params: &Value) {

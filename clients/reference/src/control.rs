@@ -12,6 +12,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::client::Client;
+use crate::decide::Policy;
 use crate::subject::Subject;
 
 pub const PROTOCOL: &str = "acp-harness-control";
@@ -74,6 +75,8 @@ pub enum Outcome {
 pub enum By {
     User,
     Cancel,
+    /// The client decided by itself: its policy, or a grant the user gave with allow_always.
+    Policy,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -95,6 +98,9 @@ pub enum Event {
         version: u32,
         client: ClientInfo,
         supports: Vec<&'static str>,
+        /// What the client approves by itself (absent: nothing).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        policy: Option<Policy>,
     },
     #[serde(rename_all = "camelCase")]
     SessionOpened { session: String, session_id: String },
@@ -139,7 +145,7 @@ pub enum Event {
     },
 }
 
-pub fn hello(name: &str, version: &str) -> Event {
+pub fn hello(name: &str, version: &str, policy: Option<&Policy>) -> Event {
     Event::Hello {
         protocol: PROTOCOL,
         version: VERSION,
@@ -148,6 +154,7 @@ pub fn hello(name: &str, version: &str) -> Event {
             version: version.into(),
         },
         supports: SUPPORTS.to_vec(),
+        policy: policy.cloned(),
     }
 }
 
@@ -242,7 +249,7 @@ async fn dispatch(client: &mut Client, line: &str) -> Flow {
 /// The adapter's main loop: hello, then commands and agent messages until `shutdown`, stdin EOF
 /// or SIGTERM/SIGINT; then the agent is shut down (stdin closed, ≤ 2 s grace, kill).
 pub async fn run(mut client: Client) -> anyhow::Result<()> {
-    emit(&hello(client.name(), &client.version()));
+    emit(&hello(client.name(), &client.version(), client.policy()));
     let mut commands = spawn_stdin_reader();
     let mut terminate = signal(SignalKind::terminate())?;
     let mut interrupt = signal(SignalKind::interrupt())?;
@@ -289,7 +296,12 @@ mod tests {
     fn every_event_shape_validates() {
         let v = validator();
         let events = [
-            hello("acp-reference-client", "0.1.0"),
+            hello("acp-reference-client", "0.1.0", None),
+            hello(
+                "acp-reference-client",
+                "0.1.0",
+                Policy::parse("read-only").ok().as_ref(),
+            ),
             Event::SessionOpened {
                 session: "s1".into(),
                 session_id: "ses".into(),

@@ -3,7 +3,8 @@
 //! (`timeline`, `subject`, `approvals`) directly.
 //!
 //! One file per concern: `rpc` (wire), `control` (adapter), `client` (sessions and turns),
-//! `timeline` (tool call items), `subject` (classification), `approvals`, `fs`, `mutation`.
+//! `timeline` (tool call items), `subject` (classification), `approvals`, `decide` (what it
+//! approves by itself), `fs`, `mutation`.
 
 /// Diagnostics for people: stderr, never stdout (stdout is the control plane).
 macro_rules! log {
@@ -15,6 +16,7 @@ macro_rules! log {
 pub mod approvals;
 pub mod client;
 pub mod control;
+pub mod decide;
 pub mod fs;
 pub mod mutation;
 pub mod rpc;

@@ -18,6 +18,7 @@ macro_rules! log {
     };
 }
 
+use acp_reference_client::decide::Policy;
 use acp_reference_client::{client, control, mutation};
 
 use mutation::Mutant;
@@ -29,12 +30,18 @@ fn usage() -> String {
         "acp-reference-client {version}: the reference ACP client of acp-harness, with its \
          control-plane adapter (harness/CONTROL.md) on stdin/stdout.
 
-Usage: acp-reference-client [--mutant <name>]
+Usage: acp-reference-client [--mutant <name>] [--policy <policy>]
 
 The agent command is read from {AGENT_ENV}, a JSON array of strings (argv).
 
 Options:
   --mutant <name>  behave like a known-buggy client (for the harness's self-tests)
+  --policy <p>     approve by itself what this policy allows, and declare it in hello:
+                   read-only (read, search inside the workspace), workspace-write (also
+                   edit, delete, move inside it), approve-all (every kind, anywhere), or a
+                   JSON object {{\"approves\":[…],\"scope\":\"workspace\",\"allowAlways\":false}}.
+                   Without it the client asks the user for every request, except for
+                   kinds the user allowed with an allow_always option in that session
   -h, --help       print this help
   -V, --version    print the version
 
@@ -54,32 +61,46 @@ Mutants (each must fail exactly the named checks across the scenario corpus):
 }
 
 enum Args {
-    Run(Option<Mutant>),
+    Run(Option<Mutant>, Option<Policy>),
     Help,
     Version,
 }
 
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut mutant = None;
+    let mut policy = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
-        let value = match arg.as_str() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => {
+                (flag.to_owned(), Some(value.to_owned()))
+            }
+            _ => (arg.clone(), None),
+        };
+        match flag.as_str() {
             "-h" | "--help" => return Ok(Args::Help),
             "-V" | "--version" => return Ok(Args::Version),
-            "--mutant" => args
-                .next()
-                .ok_or_else(|| "--mutant needs a name".to_owned())?,
-            _ => match arg.strip_prefix("--mutant=") {
-                Some(value) => value.to_owned(),
-                None => return Err(format!("unexpected argument {arg:?}")),
-            },
-        };
-        if mutant.is_some() {
-            return Err("--mutant given twice".into());
+            "--mutant" | "--policy" => {
+                let value = match inline {
+                    Some(value) => value,
+                    None => args.next().ok_or_else(|| format!("{flag} needs a value"))?,
+                };
+                if flag == "--mutant" {
+                    if mutant.is_some() {
+                        return Err("--mutant given twice".into());
+                    }
+                    mutant = Some(value.parse::<Mutant>()?);
+                } else {
+                    if policy.is_some() {
+                        return Err("--policy given twice".into());
+                    }
+                    policy = Some(Policy::parse(&value)?);
+                }
+            }
+            _ => return Err(format!("unexpected argument {arg:?}")),
         }
-        mutant = Some(value.parse::<Mutant>()?);
     }
-    Ok(Args::Run(mutant))
+    Ok(Args::Run(mutant, policy))
 }
 
 /// The agent argv from `ACP_HARNESS_AGENT`.
@@ -97,8 +118,8 @@ fn agent_argv() -> Result<Vec<String>, String> {
 }
 
 fn main() -> ExitCode {
-    let mutant = match parse_args(std::env::args().skip(1)) {
-        Ok(Args::Run(mutant)) => mutant,
+    let (mutant, policy) = match parse_args(std::env::args().skip(1)) {
+        Ok(Args::Run(mutant, policy)) => (mutant, policy),
         Ok(Args::Help) => {
             print!("{}", usage());
             return ExitCode::SUCCESS;
@@ -116,13 +137,18 @@ fn main() -> ExitCode {
         Ok(argv) => argv,
         Err(message) => {
             // Keep the control protocol's order (hello first), then say what is wrong.
-            control::emit(&control::hello(client::NAME, &client::version(mutant)));
+            let declared = policy.clone().or_else(|| Policy::for_mutant(mutant));
+            control::emit(&control::hello(
+                client::NAME,
+                &client::version(mutant),
+                declared.as_ref(),
+            ));
             log!("{message}");
             control::emit(&control::Event::Error { seq: None, message });
             return ExitCode::from(1);
         }
     };
-    let client = client::Client::new(argv, mutant);
+    let client = client::Client::new(argv, mutant).with_policy(policy);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -23,6 +23,13 @@
 //! | `mcp-server-without-env` | `client.rs`, `send_session_new` (`mcpServers` sent) |
 //! | `editor-save-hooks` | `client.rs`, `on_agent` (`fs/write_text_file` content) |
 //! | `session-before-initialized` | `client.rs`, `new_session` (when `session/new` is sent) |
+//! | `approve-by-request-kind` | `decide.rs`, `decide` (the kinds decided on) |
+//! | `approve-by-title-guess` | `decide.rs`, `decide` (the kinds decided on) |
+//! | `workspace-prefix-check` | `decide.rs`, `inside` (what "inside the workspace" means) |
+//! | `remembered-any-kind` | `decide.rs`, `decide` (what a remembered grant covers) |
+//!
+//! The four decision mutants run with the policy under which their bug shows when no `--policy`
+//! is given (`decide::Policy::for_mutant`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -67,10 +74,19 @@ pub enum Mutant {
     EditorSaveHooks,
     /// `session/new` is sent right after `initialize`, before its response (ACP #23).
     SessionBeforeInitialized,
+    /// The automatic approval reads the request's own kind only (felinics/Memoh#972).
+    ApproveByRequestKind,
+    /// The automatic approval guesses the kind from the request title's first word (acpx
+    /// approve-reads, `inferToolKind`).
+    ApproveByTitleGuess,
+    /// "Inside the workspace" is a string-prefix test without normalisation (CVE-2025-53110).
+    WorkspacePrefixCheck,
+    /// A remembered "always allow" opens every kind for the session (docker/docker-agent#4376).
+    RememberedAnyKind,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 15] = [
+    pub const ALL: [Mutant; 19] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -86,6 +102,10 @@ impl Mutant {
         Mutant::McpServerWithoutEnv,
         Mutant::EditorSaveHooks,
         Mutant::SessionBeforeInitialized,
+        Mutant::ApproveByRequestKind,
+        Mutant::ApproveByTitleGuess,
+        Mutant::WorkspacePrefixCheck,
+        Mutant::RememberedAnyKind,
     ];
 
     /// The `--mutant` name.
@@ -106,6 +126,10 @@ impl Mutant {
             Mutant::McpServerWithoutEnv => "mcp-server-without-env",
             Mutant::EditorSaveHooks => "editor-save-hooks",
             Mutant::SessionBeforeInitialized => "session-before-initialized",
+            Mutant::ApproveByRequestKind => "approve-by-request-kind",
+            Mutant::ApproveByTitleGuess => "approve-by-title-guess",
+            Mutant::WorkspacePrefixCheck => "workspace-prefix-check",
+            Mutant::RememberedAnyKind => "remembered-any-kind",
         }
     }
 
@@ -177,6 +201,25 @@ impl Mutant {
                 "session/new is sent right behind initialize, before the agent answered it (ACP \
                  #23: initialization must complete first; cf. openonion/connectonion#958)"
             }
+            Mutant::ApproveByRequestKind => {
+                "felinics/Memoh#972: requests are auto-approved by the request's own toolCall.kind \
+                 (read/search/fetch/think/switch_mode), so an execute requested as a read is \
+                 approved (runs with --policy read-only)"
+            }
+            Mutant::ApproveByTitleGuess => {
+                "acpx approve-reads (src/permissions.ts inferToolKind): a kindless request's kind \
+                 is guessed from its title's first word, so `cat ~/.ssh/id_rsa | curl …` is \
+                 approved as a read (runs with --policy read-only)"
+            }
+            Mutant::WorkspacePrefixCheck => {
+                "CVE-2025-53110 (modelcontextprotocol/servers filesystem): \"inside the \
+                 workspace\" is a string-prefix test without normalisation, so `<ws>/../x` and \
+                 `<ws>-evil/x` pass (runs with --policy workspace-write)"
+            }
+            Mutant::RememberedAnyKind => {
+                "docker/docker-agent#4376 (before the fix): \"allow and remember\" turned on \
+                 auto-approval for every tool of the session, not the one the user allowed"
+            }
         }
     }
 
@@ -200,6 +243,10 @@ impl Mutant {
             Mutant::McpServerWithoutEnv => &["schema"],
             Mutant::EditorSaveHooks => &["fs"],
             Mutant::SessionBeforeInitialized => &["initialize"],
+            Mutant::ApproveByRequestKind
+            | Mutant::ApproveByTitleGuess
+            | Mutant::WorkspacePrefixCheck
+            | Mutant::RememberedAnyKind => &["auto-approval"],
         }
     }
 }

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
+use crate::decide::places_of;
 use crate::subject::{Subject, classify, is_specific_kind};
 
 /// What the client shows for one tool call (the control protocol `item` event).
@@ -42,6 +43,10 @@ struct Item {
     retyped: Option<Subject>,
     /// The view last reported, to report changes only.
     shown: Option<ItemView>,
+    /// Every specific kind and every place any announcement named: what the client decides
+    /// on (`decide.rs`), since the merged call keeps only the latest of each.
+    kinds: Vec<String>,
+    places: Vec<String>,
 }
 
 impl Item {
@@ -141,12 +146,25 @@ impl Timeline {
                     local_status: None,
                     retyped: None,
                     shown: None,
+                    kinds: Vec::new(),
+                    places: Vec::new(),
                 });
                 self.items.len() - 1
             }
         };
         let item = &mut self.items[position];
         merge(&mut item.call, update);
+        if let Some(kind) = update.get("kind").filter(|k| is_specific_kind(k)) {
+            let kind = kind.as_str().unwrap_or_default().to_owned();
+            if !item.kinds.contains(&kind) {
+                item.kinds.push(kind);
+            }
+        }
+        for place in places_of(update) {
+            if !item.places.contains(&place) {
+                item.places.push(place);
+            }
+        }
         if update.get("status").is_some_and(|s| !s.is_null()) {
             // The agent's own status replaces any status the client set itself.
             item.local_status = None;
@@ -162,6 +180,14 @@ impl Timeline {
     pub fn call(&self, session_id: &str, tool_call_id: &str) -> Option<&Map<String, Value>> {
         self.position(session_id, tool_call_id)
             .map(|position| &self.items[position].call)
+    }
+
+    /// Every specific kind and place announced for the tool call (empty if unknown).
+    pub fn facts(&self, session_id: &str, tool_call_id: &str) -> (&[String], &[String]) {
+        match self.position(session_id, tool_call_id) {
+            Some(position) => (&self.items[position].kinds, &self.items[position].places),
+            None => (&[], &[]),
+        }
     }
 
     /// Show the item as `subject` until the agent reports it finished (`flip-on-approval` only).

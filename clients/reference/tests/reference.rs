@@ -173,13 +173,16 @@ fn every_offered_option_can_be_chosen_and_comes_back_verbatim() {
         "reject_forever",
         "cancel",
     ];
+    // One kind per tool call: the user's allow_always on the second must not let the client
+    // answer the later ones by itself (a remembered grant covers its own kind only).
+    let kinds = ["execute", "edit", "delete", "move", "fetch"];
     let mut steps = handshake();
     steps.push(json!({"recv": "session/prompt"}));
     for (i, id) in ids.iter().enumerate() {
         let call = format!("call_{i}");
         steps.push(update(
             json!({"sessionUpdate": "tool_call", "toolCallId": call,
-                                 "title": "rm -rf build", "kind": "execute",
+                                 "title": "rm -rf build", "kind": kinds[i],
                                  "rawInput": {"command": "rm -rf build"}}),
         ));
         steps.push(permission(
@@ -195,12 +198,19 @@ fn every_offered_option_can_be_chosen_and_comes_back_verbatim() {
     case.open_session("s1");
     case.prompt("s1", "clean");
 
+    let subjects = [
+        "command",
+        "file_change",
+        "file_change",
+        "file_change",
+        "fetch",
+    ];
     for (i, (id, choice)) in ids.iter().zip(choices).enumerate() {
         let item = case.expect("item");
-        assert_eq!(item["itemType"], "command");
+        assert_eq!(item["itemType"], subjects[i]);
         let approval = case.expect("approval");
         assert_eq!(approval["requestId"], *id);
-        assert_eq!(approval["subject"], "command");
+        assert_eq!(approval["subject"], subjects[i]);
         let offered: Vec<&Value> = approval["options"]
             .as_array()
             .expect("options")

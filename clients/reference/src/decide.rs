@@ -1,0 +1,483 @@
+//! What the client approves without asking: its policy (`--policy`, declared in `hello`) and
+//! the grants the user gave with an `allow_always` option, remembered per session.
+//!
+//! A careful editor decides on what the agent *said the tool does*, not on what the request
+//! claims: every specific kind announced for the tool call must be approvable (an `execute`
+//! later requested as `read` stays an execute), and every place it reaches must lie inside the
+//! session's directory after the real filesystem resolved `..` and symlinks. Anything else goes
+//! to the user. The harness's `auto-approval` check is the independent oracle for this module.
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::mutation::Mutant;
+
+/// The kinds a policy may name (ACP `ToolKind`).
+const KINDS: [&str; 10] = [
+    "read",
+    "edit",
+    "delete",
+    "move",
+    "search",
+    "execute",
+    "think",
+    "fetch",
+    "switch_mode",
+    "other",
+];
+
+/// The `policy` object of `hello` (harness/CONTROL.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    pub approves: Vec<String>,
+    /// `workspace` or `anywhere`.
+    pub scope: &'static str,
+    pub allow_always: bool,
+}
+
+impl Policy {
+    /// A preset name (`read-only`, `workspace-write`, `approve-all`) or a JSON object
+    /// `{"approves":[…],"scope":…,"allowAlways":…}`.
+    pub fn parse(text: &str) -> Result<Policy, String> {
+        let preset = |kinds: &[&str], scope| Policy {
+            approves: kinds.iter().map(|k| (*k).to_owned()).collect(),
+            scope,
+            allow_always: false,
+        };
+        match text {
+            "read-only" => return Ok(preset(&["read", "search"], "workspace")),
+            "workspace-write" => {
+                return Ok(preset(
+                    &["read", "search", "edit", "delete", "move"],
+                    "workspace",
+                ));
+            }
+            "approve-all" => return Ok(preset(&KINDS, "anywhere")),
+            _ => {}
+        }
+        let json: Value = serde_json::from_str(text).map_err(|_| {
+            format!(
+                "unknown policy {text:?}: use read-only, workspace-write, approve-all or a JSON object"
+            )
+        })?;
+        let approves = json
+            .get("approves")
+            .and_then(Value::as_array)
+            .map(|kinds| {
+                kinds
+                    .iter()
+                    .map(|k| match k.as_str() {
+                        Some(kind) if KINDS.contains(&kind) => Ok(kind.to_owned()),
+                        _ => Err(format!("unknown tool kind {k} in --policy")),
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .transpose()?
+            .unwrap_or_default();
+        let scope = match json.get("scope").and_then(Value::as_str) {
+            None | Some("workspace") => "workspace",
+            Some("anywhere") => "anywhere",
+            Some(other) => return Err(format!("unknown scope {other:?} in --policy")),
+        };
+        Ok(Policy {
+            approves,
+            scope,
+            allow_always: json
+                .get("allowAlways")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        })
+    }
+
+    /// The policy a decision mutant runs with when none is given: the one under which its bug
+    /// shows (the reference client itself approves nothing without `--policy`).
+    pub fn for_mutant(mutant: Option<Mutant>) -> Option<Policy> {
+        let name = match mutant? {
+            Mutant::ApproveByRequestKind | Mutant::ApproveByTitleGuess => "read-only",
+            Mutant::WorkspacePrefixCheck => "workspace-write",
+            _ => return None,
+        };
+        Policy::parse(name).ok()
+    }
+}
+
+/// What the client knows about one tool call when its request arrives.
+pub struct ToolFacts<'a> {
+    /// Every specific kind announced for it, in order.
+    pub kinds: &'a [String],
+    /// Every place (path or URL) named by any announcement.
+    pub places: &'a [String],
+    /// The request's own `toolCall`.
+    pub request: &'a Map<String, Value>,
+}
+
+/// The policy, the remembered grants, and the mutant that may bend them.
+#[derive(Debug, Default)]
+pub struct Decider {
+    policy: Option<Policy>,
+    mutant: Option<Mutant>,
+    /// Session id → kinds the user granted with `allow_always`.
+    grants: HashMap<String, Vec<String>>,
+}
+
+impl Decider {
+    pub fn new(policy: Option<Policy>, mutant: Option<Mutant>) -> Self {
+        Decider {
+            policy,
+            mutant,
+            grants: HashMap::new(),
+        }
+    }
+
+    pub fn policy(&self) -> Option<&Policy> {
+        self.policy.as_ref()
+    }
+
+    /// The user chose an `allow_always` option for a tool call of these kinds.
+    pub fn remember(&mut self, session_id: &str, kinds: &[String]) {
+        let granted = self.grants.entry(session_id.to_owned()).or_default();
+        for kind in kinds {
+            if !granted.contains(kind) {
+                granted.push(kind.clone());
+            }
+        }
+    }
+
+    /// The option to answer with by itself, or `None` to ask the user. `options` are
+    /// (optionId, kind) as offered.
+    pub fn decide(
+        &self,
+        session_id: &str,
+        workspace: &Path,
+        facts: &ToolFacts<'_>,
+        options: &[(String, String)],
+    ) -> Option<String> {
+        let mut kinds = effective_kinds(facts.kinds, facts.request);
+        // MUTANT approve-by-request-kind (felinics/Memoh#972): the decision reads the request's
+        // own `toolCall.kind` only, so an execute requested as a read is approved as a read.
+        if self.mutant == Some(Mutant::ApproveByRequestKind) {
+            kinds = vec![request_kind(facts.request).unwrap_or("other").to_owned()];
+        }
+        // MUTANT approve-by-title-guess (acpx approve-reads, src/permissions.ts inferToolKind):
+        // the request's kind, else a guess from the first word of its title.
+        if self.mutant == Some(Mutant::ApproveByTitleGuess) {
+            let guessed = request_kind(facts.request)
+                .or_else(|| title_guess(facts.request))
+                .unwrap_or("other");
+            kinds = vec![guessed.to_owned()];
+        }
+        let granted = self.grants.get(session_id);
+        let is_granted = |kind: &str| {
+            // MUTANT remembered-any-kind (see mutation.rs): one "always allow" opens every kind.
+            granted.is_some_and(|g| {
+                g.iter().any(|k| k == kind)
+                    || (self.mutant == Some(Mutant::RememberedAnyKind) && !g.is_empty())
+            })
+        };
+        let by_policy = |kind: &str| {
+            self.policy
+                .as_ref()
+                .is_some_and(|p| p.approves.iter().any(|k| k == kind))
+        };
+        if !kinds.iter().all(|k| is_granted(k) || by_policy(k)) {
+            return None;
+        }
+        let all_granted = kinds.iter().all(|k| is_granted(k));
+        let scoped = !all_granted && self.policy.as_ref().is_some_and(|p| p.scope == "workspace");
+        if scoped
+            && !facts
+                .places
+                .iter()
+                .all(|place| self.inside(place, workspace))
+        {
+            return None;
+        }
+        let pick = |kind: &str| {
+            options
+                .iter()
+                .find(|(_, k)| k == kind)
+                .map(|(id, _)| id.clone())
+        };
+        pick("allow_once").or_else(|| {
+            let may_always = all_granted || self.policy.as_ref().is_some_and(|p| p.allow_always);
+            may_always.then(|| pick("allow_always")).flatten()
+        })
+    }
+
+    fn inside(&self, place: &str, workspace: &Path) -> bool {
+        if place.starts_with("http://") || place.starts_with("https://") || place.starts_with('~') {
+            return false;
+        }
+        let path = workspace.join(place);
+        // MUTANT workspace-prefix-check (path-traversal class, e.g. CVE-2025-53110 in
+        // modelcontextprotocol/servers' filesystem server): "inside" is a string prefix test on
+        // the path as written, so `<ws>/../x` and the sibling `<ws>-evil/x` pass.
+        if self.mutant == Some(Mutant::WorkspacePrefixCheck) {
+            return path
+                .to_string_lossy()
+                .starts_with(workspace.to_string_lossy().as_ref());
+        }
+        let root = real_path(workspace);
+        real_path(&path).starts_with(root)
+    }
+}
+
+/// Every specific kind announced; with none, what the call carries (a command → execute, a diff
+/// → edit, else other).
+pub fn effective_kinds(kinds: &[String], call: &Map<String, Value>) -> Vec<String> {
+    if !kinds.is_empty() {
+        return kinds.to_vec();
+    }
+    let raw_command = call
+        .get("rawInput")
+        .and_then(|r| r.get("command"))
+        .is_some_and(Value::is_string);
+    let diff = call
+        .get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|c| {
+            c.iter()
+                .any(|i| i.get("type").and_then(Value::as_str) == Some("diff"))
+        });
+    let kind = if raw_command {
+        "execute"
+    } else if diff {
+        "edit"
+    } else {
+        "other"
+    };
+    vec![kind.to_owned()]
+}
+
+fn request_kind(request: &Map<String, Value>) -> Option<&str> {
+    request
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| *k != "other")
+}
+
+/// acpx's title matchers, as its `TOOL_KIND_TITLE_MATCHERS` table reads the first word.
+fn title_guess(request: &Map<String, Value>) -> Option<&'static str> {
+    let title = request.get("title")?.as_str()?;
+    let head = title
+        .split(|c: char| c == ':' || c.is_whitespace())
+        .next()?
+        .to_lowercase();
+    match head.as_str() {
+        "read" | "cat" | "view" | "open" | "ls" | "list" => Some("read"),
+        "grep" | "search" | "find" | "glob" | "rg" => Some("search"),
+        "edit" | "write" | "patch" => Some("edit"),
+        "bash" | "run" | "exec" | "shell" => Some("execute"),
+        "fetch" | "curl" | "web" => Some("fetch"),
+        _ => None,
+    }
+}
+
+/// The path as the filesystem resolves it: the longest existing ancestor canonicalised, the rest
+/// appended with `..` applied.
+fn real_path(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&existing) {
+            let mut out = real;
+            for part in rest.iter().rev() {
+                match Path::new(part).components().next() {
+                    Some(Component::ParentDir) => {
+                        out.pop();
+                    }
+                    Some(Component::CurDir) | None => {}
+                    Some(_) => out.push(part),
+                }
+            }
+            return out;
+        }
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                rest.push(name.to_owned());
+                existing = parent.to_path_buf();
+            }
+            _ => {
+                // `..` as the last component has no file_name: resolve it lexically.
+                match existing.parent() {
+                    Some(parent) if existing.ends_with("..") => {
+                        rest.push("..".into());
+                        existing = parent.to_path_buf();
+                    }
+                    _ => return path.to_path_buf(),
+                }
+            }
+        }
+    }
+}
+
+/// Every place a tool call object names: locations, diff paths, and rawInput strings that are
+/// absolute paths, URLs or values of path keys.
+pub fn places_of(fields: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    let paths = |key: &str, item_key: &str| -> Vec<String> {
+        fields
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter(|i| key != "content" || i.get("type") == Some(&Value::from("diff")))
+                    .filter_map(|i| i.get(item_key).and_then(Value::as_str).map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    out.extend(paths("locations", "path"));
+    out.extend(paths("content", "path"));
+    if let Some(Value::Object(raw)) = fields.get("rawInput") {
+        for (key, value) in raw {
+            if matches!(
+                key.as_str(),
+                "command" | "cmd" | "content" | "new_string" | "old_string"
+            ) {
+                continue;
+            }
+            let strings: Vec<&str> = match value {
+                Value::String(s) => vec![s],
+                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+                _ => Vec::new(),
+            };
+            let path_key = key.to_lowercase().contains("path")
+                || matches!(key.as_str(), "file" | "dir" | "directory" | "cwd" | "url");
+            for s in strings {
+                let looks_like_place = s.starts_with('/')
+                    || s.starts_with('~')
+                    || s.starts_with("http://")
+                    || s.starts_with("https://");
+                if looks_like_place || (path_key && !s.is_empty()) {
+                    out.push(s.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn facts<'a>(
+        kinds: &'a [String],
+        places: &'a [String],
+        request: &'a Map<String, Value>,
+    ) -> ToolFacts<'a> {
+        ToolFacts {
+            kinds,
+            places,
+            request,
+        }
+    }
+
+    fn opts() -> Vec<(String, String)> {
+        vec![
+            ("once".into(), "allow_once".into()),
+            ("always".into(), "allow_always".into()),
+            ("no".into(), "reject_once".into()),
+        ]
+    }
+
+    #[test]
+    fn read_only_approves_reads_inside_only() {
+        let ws = tempfile::tempdir().unwrap();
+        let ws = ws.path().canonicalize().unwrap();
+        let d = Decider::new(Policy::parse("read-only").ok(), None);
+        let empty = Map::new();
+        let read = vec!["read".to_owned()];
+        let inside = vec![ws.join("a.md").to_string_lossy().into_owned()];
+        let up = vec![format!("{}/../x", ws.display())];
+        let sibling = vec![format!("{}-evil/x", ws.display())];
+        assert_eq!(
+            d.decide("s", &ws, &facts(&read, &inside, &empty), &opts()),
+            Some("once".into())
+        );
+        assert_eq!(
+            d.decide("s", &ws, &facts(&read, &up, &empty), &opts()),
+            None
+        );
+        assert_eq!(
+            d.decide("s", &ws, &facts(&read, &sibling, &empty), &opts()),
+            None
+        );
+        let exec = vec!["read".to_owned(), "execute".to_owned()];
+        assert_eq!(
+            d.decide("s", &ws, &facts(&exec, &inside, &empty), &opts()),
+            None
+        );
+    }
+
+    #[test]
+    fn a_symlink_out_of_the_workspace_is_not_inside() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let ws = root.join("work");
+        std::fs::create_dir_all(ws.join("x")).unwrap();
+        std::fs::create_dir(root.join("outside")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside"), ws.join("docs")).unwrap();
+        let d = Decider::new(Policy::parse("read-only").ok(), None);
+        let read = vec!["read".to_owned()];
+        let linked = vec![ws.join("docs/secret").to_string_lossy().into_owned()];
+        let empty = Map::new();
+        assert_eq!(
+            d.decide("s", &ws, &facts(&read, &linked, &empty), &opts()),
+            None
+        );
+        let plain = vec![ws.join("x/../x/a").to_string_lossy().into_owned()];
+        assert!(
+            d.decide("s", &ws, &facts(&read, &plain, &empty), &opts())
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn grants_cover_their_kinds_in_their_session() {
+        let mut d = Decider::new(None, None);
+        let empty = Map::new();
+        let read = vec!["read".to_owned()];
+        let exec = vec!["execute".to_owned()];
+        let ws = Path::new("/nonexistent-ws");
+        assert_eq!(d.decide("s", ws, &facts(&read, &[], &empty), &opts()), None);
+        d.remember("s", &read);
+        assert_eq!(
+            d.decide("s", ws, &facts(&read, &[], &empty), &opts()),
+            Some("once".into())
+        );
+        assert_eq!(d.decide("t", ws, &facts(&read, &[], &empty), &opts()), None);
+        assert_eq!(d.decide("s", ws, &facts(&exec, &[], &empty), &opts()), None);
+    }
+
+    #[test]
+    fn presets_and_json_parse_and_bad_words_are_refused() {
+        assert_eq!(
+            Policy::parse("read-only").unwrap().approves,
+            ["read", "search"]
+        );
+        let p = Policy::parse(r#"{"approves":["fetch"],"scope":"anywhere","allowAlways":true}"#)
+            .unwrap();
+        assert_eq!((p.scope, p.allow_always), ("anywhere", true));
+        assert!(Policy::parse("yolo").is_err());
+        assert!(Policy::parse(r#"{"approves":["raed"]}"#).is_err());
+        assert!(Policy::parse(r#"{"scope":"home"}"#).is_err());
+    }
+
+    #[test]
+    fn places_come_from_locations_diffs_and_path_like_raw_input() {
+        let fields = json!({"locations":[{"path":"/w/a"}],
+            "content":[{"type":"diff","path":"/w/b","newText":""},{"type":"content"}],
+            "rawInput":{"filePath":"c","command":"cat /etc/x","url":"https://e.test","n":1}});
+        let mut got = places_of(fields.as_object().unwrap());
+        got.sort();
+        assert_eq!(got, ["/w/a", "/w/b", "c", "https://e.test"]);
+    }
+}
