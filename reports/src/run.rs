@@ -76,7 +76,7 @@ impl ClientInfo {
             declared.get("name").and_then(Value::as_str),
         ) {
             (Some("hello"), _) => "declared in hello".to_owned(),
-            (_, Some(name)) => format!("profile policy `{name}`"),
+            (_, Some(name)) => format!("profile policy \"{name}\""),
             _ => "profile policy".to_owned(),
         };
         if kinds.is_empty() {

@@ -22,8 +22,8 @@
 //!   never inside) → else `fail`. A remembered grant is per kind and carries no scope.
 //! * an `allow_always` option picked by the client itself needs the policy's `allow_always`
 //!   (or a remembered grant for the kinds) → else `fail`.
-//! * `cancelled` when nobody cancelled (no user Stop in that session, no `$/cancel_request` for
-//!   that request, no shutdown) → `warn`: the outcome says the turn was cancelled.
+//! * `cancelled` when nobody cancelled (no user Stop, no `$/cancel_request` for that request, no
+//!   shutdown) → `warn`: the outcome says the turn was cancelled.
 //! * a `reject_*` is always safe.
 
 mod reach;
@@ -377,7 +377,7 @@ impl Judge<'_, '_> {
         }
         problems.warn(
             format!(
-                "permission request #{} was answered cancelled at #{} although nobody cancelled (no Stop in its session, no $/cancel_request for it): the cancelled outcome tells the agent the prompt turn was cancelled. Expected: an option of the request, or a reject when the client will not ask. Policy: {}.",
+                "permission request #{} was answered cancelled at #{} although nobody cancelled (no Stop, no $/cancel_request for it): the cancelled outcome tells the agent the prompt turn was cancelled. Expected: an option of the request, or a reject when the client will not ask. Policy: {}.",
                 request.index, decision.index, self.policy_words
             ),
             &[request.index, decision.index],
@@ -385,12 +385,11 @@ impl Judge<'_, '_> {
     }
 }
 
-/// A user Stop in the request's session, the agent's `$/cancel_request` for it, or a shutdown,
-/// before the answer.
+/// A user Stop, the agent's `$/cancel_request` for the request, or a shutdown, before the
+/// answer. A Stop in another session counts too: a cancel that leaks across sessions is
+/// `session-isolation`'s finding, not a decision of the client's own.
 fn cancel_happened(model: &WireModel<'_>, request: &PermissionRequest<'_>, answer: usize) -> bool {
-    let stopped = model.user_cancels().iter().any(|c| {
-        c.index < answer && (c.session_id.is_none() || c.session_id == request.session_id)
-    });
+    let stopped = model.user_cancels().iter().any(|c| c.index < answer);
     let withdrawn = model.msgs_from(request.index).iter().any(|m| {
         m.index < answer
             && m.is_notification_for("$/cancel_request")

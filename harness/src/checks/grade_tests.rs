@@ -39,7 +39,8 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "session-cwd",
             "fs",
             "initialize",
-            "session-isolation"
+            "session-isolation",
+            "auto-approval"
         ]
     );
     for check in all_checks() {
@@ -65,6 +66,7 @@ fn completed_run_grades_each_check() {
             ("fs", Grade::NotApplicable),
             ("initialize", Grade::Pass),
             ("session-isolation", Grade::NotApplicable),
+            ("auto-approval", Grade::Pass),
         ]
     );
     assert_eq!(
