@@ -672,3 +672,117 @@ fn an_as_name_used_twice_is_an_error() {
     let body = format!("{PERM}\n[[step]]\nexpect = \"session/prompt\"\nas = \"prompt\"\n");
     err_at(&body, "\"prompt\"", 1, "already used");
 }
+
+const STEP: &str = "\n[[step]]\ndelay_ms = 1\n";
+
+#[test]
+fn setup_entries_are_parsed_in_file_order_and_created_in_the_case_dir() {
+    let s = ok(&format!(
+        r#"
+[vars]
+evil = "${{cwd}}-evil"
+
+[[setup]]
+symlink = "${{cwd}}/docs"
+target = "${{outside}}"
+
+[[setup]]
+dir = "${{evil}}"
+
+[[setup]]
+file = "${{cwd}}/src/README.md"
+content = "hello ${{sessionId}}\n"
+{STEP}"#
+    ));
+    assert_eq!(
+        s.setup.iter().map(|e| e.entry.key()).collect::<Vec<_>>(),
+        ["symlink", "dir", "file"]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (cwd, outside) = (dir.path().join("work"), dir.path().join("outside"));
+    std::fs::create_dir(&cwd).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    let created = setup::create(&s, &cwd, &outside).unwrap();
+    assert_eq!(created.len(), 3);
+    assert_eq!(std::fs::read_link(cwd.join("docs")).unwrap(), outside);
+    assert!(dir.path().join("work-evil").is_dir());
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("src/README.md")).unwrap(),
+        "hello ses_test\n"
+    );
+    // Nothing is overwritten: a second run over the same directory fails at the first entry.
+    let again = setup::create(&s, &cwd, &outside).unwrap_err();
+    assert!(again.contains("t.toml:") && again.contains("File exists"), "{again}");
+}
+
+#[test]
+fn setup_without_a_case_dir_is_refused_rather_than_created_in_a_project() {
+    let s = ok(&format!("\n[[setup]]\ndir = \"${{cwd}}-evil\"\n{STEP}"));
+    let project = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let e = setup::create(&s, project.path(), elsewhere.path()).unwrap_err();
+    assert!(e.contains("share no case directory"), "{e}");
+    assert!(!project.path().with_file_name(format!(
+        "{}-evil",
+        project.path().file_name().unwrap().to_string_lossy()
+    ))
+    .exists());
+}
+
+#[test]
+fn bad_setup_entries_are_errors_at_their_place() {
+    err_at(
+        &format!("\n[[setup]]\ndir = \"/etc/acp\"\n{STEP}"),
+        "\"/etc/acp\"",
+        0,
+        "must lie inside the case directory",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}/./x\"\n{STEP}"),
+        "\"${cwd}/./x\"",
+        0,
+        "must not contain `.` or `..`",
+    );
+    err_at(
+        &format!("\n[[setup]]\nsymlink = \"${{cwd}}/d\"\ntarget = \"docs\"\n{STEP}"),
+        "\"docs\"",
+        0,
+        "must be an absolute path",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}\"\n{STEP}"),
+        "\"${cwd}\"",
+        0,
+        "which the harness creates itself",
+    );
+    err_at(
+        &format!("\n[[setup]]\nsymlink = \"${{cwd}}/d\"\n{STEP}"),
+        "[[setup]]",
+        0,
+        "needs `target",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}/a\"\nfile = \"${{cwd}}/b\"\n{STEP}"),
+        "\"${cwd}/b\"",
+        0,
+        "creates one thing",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}/a\"\ncontent = \"x\"\n{STEP}"),
+        "\"x\"",
+        0,
+        "`content` does not belong in a `dir` entry",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}/a\"\n\n[[setup]]\nfile = \"${{cwd}}/a\"\n{STEP}"),
+        "\"${cwd}/a\"",
+        1,
+        "already creates",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{nope}}/a\"\n{STEP}"),
+        "${nope}",
+        0,
+        "unknown variable",
+    );
+}

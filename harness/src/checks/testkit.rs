@@ -18,6 +18,8 @@ pub(crate) struct Case {
     pub control_plane: bool,
     pub end: RunEnd,
     pub files_after: BTreeMap<PathBuf, Option<Vec<u8>>>,
+    /// Symlinks in the case directory at the end (`CaseRecord::symlinks`).
+    pub symlinks: BTreeMap<PathBuf, PathBuf>,
 }
 
 impl Case {
@@ -27,6 +29,7 @@ impl Case {
             control_plane: true,
             end: RunEnd::Completed,
             files_after: BTreeMap::new(),
+            symlinks: BTreeMap::new(),
         }
     }
 
@@ -160,6 +163,7 @@ impl Case {
             workspace: PathBuf::from(WS),
             outside: PathBuf::from("/tmp/case/outside"),
             files_after: self.files_after.clone(),
+            symlinks: self.symlinks.clone(),
             end: self.end.clone(),
             stderr_tail: "last words".into(),
             repro: "acp-harness replay test@1/case".into(),

@@ -258,6 +258,7 @@ fn record(transcript: Vec<Entry>) -> CaseRecord {
         workspace: "/work".into(),
         outside: "/outside".into(),
         files_after: Default::default(),
+        symlinks: Default::default(),
         end: RunEnd::Completed,
         stderr_tail: String::new(),
         repro: "cargo fuzz run mapping_inprocess <artifact>".into(),

@@ -515,6 +515,7 @@ fn failed_start(cfg: &DriverConfig, reason: String) -> CaseRecord {
         workspace: PathBuf::new(),
         outside: PathBuf::new(),
         files_after: Default::default(),
+        symlinks: Default::default(),
         end: RunEnd::HarnessError { reason },
         stderr_tail: String::new(),
         repro: format!(
