@@ -448,14 +448,10 @@ impl<'a> Ctx<'a> {
     }
 
     fn setup_entry(&self, r: &RawSetup, start: usize) -> R<SetupEntry> {
-        let keys: Vec<(&str, &S)> = [
-            ("dir", &r.dir),
-            ("file", &r.file),
-            ("symlink", &r.symlink),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
-        .collect();
+        let keys: Vec<(&str, &S)> = [("dir", &r.dir), ("file", &r.file), ("symlink", &r.symlink)]
+            .into_iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
+            .collect();
         let (key, path) = match keys.as_slice() {
             [] => {
                 return Err(self.err(

@@ -87,10 +87,9 @@ pub fn resolve(
     outside: &Path,
 ) -> Result<(PathBuf, Option<PathBuf>), SetupError> {
     let fill = |s: &str, field| {
-        vars.fill_str(s).map(PathBuf::from).map_err(|message| SetupError {
-            field,
-            message,
-        })
+        vars.fill_str(s)
+            .map(PathBuf::from)
+            .map_err(|message| SetupError { field, message })
     };
     let path = fill(entry.path(), SetupField::Path)?;
     inside(&path, root, entry.key()).map_err(|message| SetupError {
@@ -215,7 +214,9 @@ fn create_one(
                 .write_all(content.as_bytes())
         }
         (SetupEntry::Symlink { .. }, Some(target)) => std::os::unix::fs::symlink(target, path),
-        (SetupEntry::Symlink { .. }, None) => Err(std::io::Error::other("a symlink needs a target")),
+        (SetupEntry::Symlink { .. }, None) => {
+            Err(std::io::Error::other("a symlink needs a target"))
+        }
     }
 }
 

@@ -783,7 +783,10 @@ content = "hello ${{sessionId}}\n"
     );
     // Nothing is overwritten: a second run over the same directory fails at the first entry.
     let again = setup::create(&s, &cwd, &outside).unwrap_err();
-    assert!(again.contains("t.toml:") && again.contains("File exists"), "{again}");
+    assert!(
+        again.contains("t.toml:") && again.contains("File exists"),
+        "{again}"
+    );
 }
 
 #[test]
