@@ -153,6 +153,17 @@ pub async fn run(opts: Options) -> i32 {
         cwd.display(),
         outside.path().display()
     ));
+    // `${cwd}` is the person's own project here: the fake agent never creates or changes
+    // anything in it, so the [[setup]] a scenario expects is only described.
+    let setup = scenario::setup::describe(&scenario, &cwd, outside.path());
+    if !setup.is_empty() {
+        say(
+            "this scenario expects these to exist before the client starts ([[setup]]); standalone mode does not create them in your project, create them yourself for the full shape:",
+        );
+        for line in setup {
+            say(&format!("  {line}"));
+        }
+    }
 
     let rec = Recorder::new();
     let mut connector = StdioConnector::default();

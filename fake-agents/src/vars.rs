@@ -25,16 +25,28 @@ impl Vars {
     /// The variables a scenario starts with: built-ins, then the profile's `[vars]`, then the
     /// scenario's (later ones may use earlier ones and override them).
     pub fn initial(scenario: &Scenario, cwd: &Path, outside: &Path) -> Result<Vars, String> {
+        Vars::from_parts(scenario.profile.clone(), &scenario.vars, cwd, outside)
+    }
+
+    /// [`Vars::initial`] from the pieces of a scenario (the parser has no [`Scenario`] yet when
+    /// it checks `[[setup]]` paths).
+    pub fn from_parts(
+        profile: Option<Arc<Profile>>,
+        scenario_vars: &[(String, String)],
+        cwd: &Path,
+        outside: &Path,
+    ) -> Result<Vars, String> {
         let mut vars = Vars {
             map: HashMap::new(),
-            profile: scenario.profile.clone(),
+            profile,
         };
         vars.set("cwd", json!(cwd.to_string_lossy()));
         vars.set("outside", json!(outside.to_string_lossy()));
         vars.set("sessionId", json!(DEFAULT_SESSION_ID));
         vars.set("toolCallId", json!(DEFAULT_TOOL_CALL_ID));
-        let profile_vars = scenario.profile.iter().flat_map(|p| p.vars.iter());
-        for (name, value) in profile_vars.chain(scenario.vars.iter()) {
+        let profile_vars = vars.profile.clone();
+        let profile_vars = profile_vars.iter().flat_map(|p| p.vars.iter());
+        for (name, value) in profile_vars.chain(scenario_vars.iter()) {
             let filled = vars
                 .fill_str(value)
                 .map_err(|e| format!("[vars] {name}: {e}"))?;

@@ -199,6 +199,30 @@ async fn standalone_client_that_hangs_up_is_incomplete() {
     );
 }
 
+/// `${cwd}` is the person's own project in standalone mode: a scenario's [[setup]] is described
+/// on stderr, never created there.
+#[tokio::test]
+async fn standalone_describes_a_setup_and_creates_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("proj");
+    std::fs::create_dir(&project).unwrap();
+    let scenario = scenarios().join("opencode/1.18/deceptive-sibling-prefix.toml");
+    let agent = Agent::spawn(&[
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--cwd",
+        project.to_str().unwrap(),
+    ]);
+    let (_, stderr) = agent.finish().await;
+    assert!(
+        stderr.contains("standalone mode does not create them")
+            && stderr.contains(&format!("directory {}-evil", project.display())),
+        "{stderr}"
+    );
+    assert!(!home.path().join("proj-evil").exists());
+    assert_eq!(std::fs::read_dir(&project).unwrap().count(), 0);
+}
+
 #[tokio::test]
 async fn relay_copies_both_ways_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();

@@ -7,6 +7,7 @@
 pub mod acp_schema;
 pub mod baseline;
 pub mod bench;
+pub mod case_symlinks;
 pub mod checks;
 pub mod client_spec;
 pub mod control;

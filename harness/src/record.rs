@@ -63,8 +63,10 @@ pub struct CaseRecord {
     /// For every path the agent asked the client to write (`fs/write_text_file`), the file's
     /// bytes right after the run (`None` if it did not exist). Taken before the tempdir is removed.
     pub files_after: BTreeMap<PathBuf, Option<Vec<u8>>>,
-    /// The symlinks under the case directory when the case ended (link → target as read), so
-    /// that checks can resolve paths after the tempdir is gone.
+    /// Every symlink under the case directory when the case ended, link path → target
+    /// (absolute), so a check can resolve a request's path as the disk did after the tempdir is
+    /// gone (`${cwd}/docs/x` through a link to `${outside}` leaves the workspace). Taken next to
+    /// `files_after`; left out of the JSON when empty, so older records still read.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub symlinks: BTreeMap<PathBuf, PathBuf>,
     pub end: RunEnd,

@@ -174,6 +174,10 @@ async fn run_case_inner(
     let outside = root.join("outside");
     std::fs::create_dir(&workspace)?;
     std::fs::create_dir(&outside)?;
+    // What the scenario says exists before the client starts ([[setup]]); a bad entry is the
+    // scenario's (our) fault, graded as a harness error.
+    acp_fake_agents::scenario::setup::create(&case.scenario, &workspace, &outside)
+        .map_err(anyhow::Error::msg)?;
     // An empty home for the client (profiles set e.g. `HOME = "{home}"`).
     let home = root.join("home");
     std::fs::create_dir(&home)?;
@@ -404,6 +408,7 @@ async fn run_case_inner(
     // the peak heap of a 10,000-update case; docs/performance.md).
     record.transcript = rec.take();
     record.files_after = files_after(&record.transcript, &root);
+    record.symlinks = crate::case_symlinks::symlinks_under(&root);
     drop(dir);
     Ok(record)
 }

@@ -108,6 +108,19 @@ const EXPECTED: &[(&str, usize, usize, &str)] = &[
         9,
         "a response cannot be answered",
     ),
+    (
+        "setup-dotdot-path.toml",
+        9,
+        8,
+        "`file` must not contain `.` or `..` segments",
+    ),
+    (
+        "setup-path-outside-case-dir.toml",
+        10,
+        10,
+        "`target` must lie inside the case directory (the parent of ${cwd} and ${outside}); \"/etc\" is outside it",
+    ),
+    ("setup-unknown-key.toml", 10, 1, "unknown field `mode`"),
     ("step-two-kinds.toml", 10, 8, "this one has expect and send"),
     (
         "step-without-kind.toml",

@@ -7,6 +7,7 @@
 
 mod parse;
 mod raw;
+pub mod setup;
 #[cfg(test)]
 mod tests;
 
@@ -44,6 +45,9 @@ pub struct Scenario {
     pub profile: Option<Arc<Profile>>,
     /// `[vars]` in file order (values are templates).
     pub vars: Vec<(String, String)>,
+    /// `[[setup]]` in file order: what the runner creates in the case directory before the
+    /// client starts ([`setup::create`]).
+    pub setup: Vec<setup::Setup>,
     pub steps: Vec<Step>,
     /// Set when a `user = "choose"` step has `each = true`: the option ids it expands into, in
     /// offer order.

@@ -15,7 +15,20 @@ pub struct RawFile {
     pub scenario: Spanned<RawMeta>,
     #[serde(default)]
     pub vars: Ordered<S>,
+    pub setup: Option<Vec<Spanned<RawSetup>>>,
     pub step: Option<Vec<Spanned<RawStep>>>,
+}
+
+/// One `[[setup]]` entry: exactly one of `dir`, `file`, `symlink`; `target` goes with `symlink`
+/// (required), `content` with `file` (optional).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSetup {
+    pub dir: Option<S>,
+    pub file: Option<S>,
+    pub symlink: Option<S>,
+    pub target: Option<S>,
+    pub content: Option<S>,
 }
 
 #[derive(Deserialize)]

@@ -588,17 +588,20 @@ on_timeout = [ { reply_to = "prompt", result = '{"stopReason":"end_turn"}' } ]
     );
 }
 
-/// The coverage matrix in scenarios/README.md: every cell names scenarios of that column's agent
-/// version that exist (an `[option]` suffix names one run of an `each` scenario), or starts with
-/// "—" and says why the agent does not do this.
-#[test]
-fn coverage_matrix_cells_name_existing_scenarios() {
-    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"));
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("scenarios/README.md");
-    let table: Vec<&str> = readme
+fn scenarios_root() -> &'static Path {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../scenarios"))
+}
+
+/// The coverage matrix of scenarios/README.md: its `(agent, version)` columns and its rows, each
+/// row's cells split (the family name first).
+fn coverage_matrix() -> (Vec<(String, String)>, Vec<Vec<String>>) {
+    let readme =
+        std::fs::read_to_string(scenarios_root().join("README.md")).expect("scenarios/README.md");
+    let table: Vec<String> = readme
         .lines()
         .skip_while(|l| !l.starts_with("### Coverage matrix"))
         .filter(|l| l.starts_with('|'))
+        .map(str::to_owned)
         .collect();
     assert!(table.len() > 2, "no coverage matrix in scenarios/README.md");
     let cells = |row: &str| -> Vec<String> {
@@ -607,7 +610,7 @@ fn coverage_matrix_cells_name_existing_scenarios() {
             .map(|c| c.trim().to_owned())
             .collect()
     };
-    let header = cells(table[0]);
+    let header = cells(&table[0]);
     let columns: Vec<(String, String)> = header[1..]
         .iter()
         .map(|h| {
@@ -615,27 +618,47 @@ fn coverage_matrix_cells_name_existing_scenarios() {
             (agent.to_owned(), version.to_owned())
         })
         .collect();
-    let mut problems = Vec::new();
-    for row in &table[2..] {
-        let cells = cells(row);
+    let rows: Vec<Vec<String>> = table[2..].iter().map(|r| cells(r)).collect();
+    for row in &rows {
         assert_eq!(
-            cells.len(),
+            row.len(),
             columns.len() + 1,
-            "row has the wrong number of cells: {row}"
+            "row has the wrong number of cells: {row:?}"
         );
+    }
+    (columns, rows)
+}
+
+/// The scenario ids a cell names (backticked, `[option]` suffix dropped); none for a "—" cell.
+fn named_ids(cell: &str) -> Vec<&str> {
+    if cell.starts_with('—') {
+        return Vec::new();
+    }
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|name| name.split('[').next().unwrap_or(name))
+        .collect()
+}
+
+/// The coverage matrix in scenarios/README.md: every cell names scenarios of that column's agent
+/// version that exist (an `[option]` suffix names one run of an `each` scenario), or starts with
+/// "—" and says why the agent does not do this.
+#[test]
+fn coverage_matrix_cells_name_existing_scenarios() {
+    let root = scenarios_root();
+    let (columns, rows) = coverage_matrix();
+    let mut problems = Vec::new();
+    for cells in &rows {
         for ((agent, version), cell) in columns.iter().zip(&cells[1..]) {
-            let named: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
-            if cell.starts_with('—') {
-                continue;
-            }
-            if named.is_empty() {
+            let named = named_ids(cell);
+            if named.is_empty() && !cell.starts_with('—') {
                 problems.push(format!(
                     "{} / {agent} {version}: names no scenario: {cell:?}",
                     cells[0]
                 ));
             }
-            for name in named {
-                let id = name.split('[').next().unwrap_or(name);
+            for id in named {
                 let file = root.join(agent).join(version).join(format!("{id}.toml"));
                 if !file.is_file() {
                     problems.push(format!(
@@ -643,6 +666,54 @@ fn coverage_matrix_cells_name_existing_scenarios() {
                         cells[0]
                     ));
                 }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The families of issue 11 (what a client decides by itself): each has its row in the matrix,
+/// and every `deceptive-*` / `remembered-*` scenario of a profiled version is named in its column,
+/// so a scenario cannot be added (or lost) without the matrix saying so.
+#[test]
+fn decision_families_are_in_the_coverage_matrix() {
+    const ROWS: &[&str] = &[
+        "deceptive: kindless request for an announced execute titled like a read",
+        "deceptive: request kind read for a tool announced as execute",
+        "deceptive: other write outside the workspace",
+        "deceptive: read outside the workspace",
+        "deceptive: path leaving the workspace through ..",
+        "deceptive: sibling directory with the workspace's name as prefix",
+        "deceptive: fetch of an external URL",
+        "deceptive: switch_mode to a permissive mode",
+        "deceptive: symlink in the workspace pointing outside",
+        "remembered allow_always, then another kind",
+    ];
+    let (columns, rows) = coverage_matrix();
+    let mut problems = Vec::new();
+    for family in ROWS {
+        if !rows.iter().any(|r| r[0] == *family) {
+            problems.push(format!("no row `{family}` in the coverage matrix"));
+        }
+    }
+    for (i, (agent, version)) in columns.iter().enumerate() {
+        let named: Vec<&str> = rows
+            .iter()
+            .filter(|r| ROWS.contains(&r[0].as_str()))
+            .flat_map(|r| named_ids(&r[i + 1]))
+            .collect();
+        let dir = scenarios_root().join(agent).join(version);
+        for entry in std::fs::read_dir(&dir).expect("scenario folder").flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name.strip_suffix(".toml") else {
+                continue;
+            };
+            if (id.starts_with("deceptive-") || id.starts_with("remembered-"))
+                && !named.contains(&id)
+            {
+                problems.push(format!(
+                    "{agent} {version}: `{id}` is not named in the decision rows"
+                ));
             }
         }
     }
@@ -671,4 +742,120 @@ fn an_as_name_used_twice_is_an_error() {
     err_at(&body, "\"perm\"", 1, "`as` name \"perm\" is already used");
     let body = format!("{PERM}\n[[step]]\nexpect = \"session/prompt\"\nas = \"prompt\"\n");
     err_at(&body, "\"prompt\"", 1, "already used");
+}
+
+const STEP: &str = "\n[[step]]\ndelay_ms = 1\n";
+
+#[test]
+fn setup_entries_are_parsed_in_file_order_and_created_in_the_case_dir() {
+    let s = ok(&format!(
+        r#"
+[vars]
+evil = "${{cwd}}-evil"
+
+[[setup]]
+symlink = "${{cwd}}/docs"
+target = "${{outside}}"
+
+[[setup]]
+dir = "${{evil}}"
+
+[[setup]]
+file = "${{cwd}}/src/README.md"
+content = "hello ${{sessionId}}\n"
+{STEP}"#
+    ));
+    assert_eq!(
+        s.setup.iter().map(|e| e.entry.key()).collect::<Vec<_>>(),
+        ["symlink", "dir", "file"]
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let (cwd, outside) = (dir.path().join("work"), dir.path().join("outside"));
+    std::fs::create_dir(&cwd).unwrap();
+    std::fs::create_dir(&outside).unwrap();
+    let created = setup::create(&s, &cwd, &outside).unwrap();
+    assert_eq!(created.len(), 3);
+    assert_eq!(std::fs::read_link(cwd.join("docs")).unwrap(), outside);
+    assert!(dir.path().join("work-evil").is_dir());
+    assert_eq!(
+        std::fs::read_to_string(cwd.join("src/README.md")).unwrap(),
+        "hello ses_test\n"
+    );
+    // Nothing is overwritten: a second run over the same directory fails at the first entry.
+    let again = setup::create(&s, &cwd, &outside).unwrap_err();
+    assert!(
+        again.contains("t.toml:") && again.contains("File exists"),
+        "{again}"
+    );
+}
+
+#[test]
+fn setup_without_a_case_dir_is_refused_rather_than_created_in_a_project() {
+    let s = ok(&format!("\n[[setup]]\ndir = \"${{cwd}}-evil\"\n{STEP}"));
+    // A person's project and the standalone `${outside}` tempdir have different parents.
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join("proj");
+    std::fs::create_dir(&project).unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let e = setup::create(&s, &project, elsewhere.path()).unwrap_err();
+    assert!(e.contains("share no case directory"), "{e}");
+    assert!(!home.path().join("proj-evil").exists());
+}
+
+#[test]
+fn bad_setup_entries_are_errors_at_their_place() {
+    err_at(
+        &format!("\n[[setup]]\ndir = \"/etc/acp\"\n{STEP}"),
+        "\"/etc/acp\"",
+        0,
+        "must lie inside the case directory",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}/./x\"\n{STEP}"),
+        "\"${cwd}/./x\"",
+        0,
+        "must not contain `.` or `..`",
+    );
+    err_at(
+        &format!("\n[[setup]]\nsymlink = \"${{cwd}}/d\"\ntarget = \"docs\"\n{STEP}"),
+        "\"docs\"",
+        0,
+        "must be an absolute path",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}\"\n{STEP}"),
+        "\"${cwd}\"",
+        0,
+        "which the harness creates itself",
+    );
+    err_at(
+        &format!("\n[[setup]]\nsymlink = \"${{cwd}}/d\"\n{STEP}"),
+        "[[setup]]",
+        0,
+        "needs `target",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}/a\"\nfile = \"${{cwd}}/b\"\n{STEP}"),
+        "\"${cwd}/b\"",
+        0,
+        "creates one thing",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}/a\"\ncontent = \"x\"\n{STEP}"),
+        "\"x\"",
+        0,
+        "`content` does not belong in a `dir` entry",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{cwd}}/a\"\n\n[[setup]]\nfile = \"${{cwd}}/a\"\n{STEP}"),
+        "\"${cwd}/a\"",
+        1,
+        "already creates",
+    );
+    err_at(
+        &format!("\n[[setup]]\ndir = \"${{nope}}/a\"\n{STEP}"),
+        "\"${nope}",
+        0,
+        "unknown variable",
+    );
 }

@@ -18,6 +18,7 @@ pub(crate) struct Case {
     pub control_plane: bool,
     pub end: RunEnd,
     pub files_after: BTreeMap<PathBuf, Option<Vec<u8>>>,
+    /// Symlinks in the case directory at the end (`CaseRecord::symlinks`).
     pub symlinks: BTreeMap<PathBuf, PathBuf>,
 }
 
