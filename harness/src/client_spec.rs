@@ -427,6 +427,28 @@ signal = "SIGINT"
     }
 
     #[test]
+    fn a_policy_declares_what_the_client_approves_by_itself() {
+        let (_dir, path) = write_profile(&WIRE_ONLY.replace(
+            "name = \"escalate\"",
+            "name = \"escalate\"\napproves = [\"read\", \"search\"]\nscope = \"anywhere\"",
+        ));
+        let declared = ClientSpec::from_profile(&path)
+            .unwrap()
+            .declared_policy()
+            .unwrap();
+        assert_eq!(declared.source, PolicySource::Profile);
+        assert_eq!(declared.policy.approves, ["read", "search"]);
+        assert_eq!(declared.policy.scope, crate::policy::Scope::Anywhere);
+        assert!(!declared.policy.allow_always);
+        // A policy without flags needs no "{policy}" in argv.
+        let no_flags = WIRE_ONLY
+            .replace("\"{policy}\", ", "")
+            .replace("flags = [\"--policy\", '{\"escalate\":[\"*\"]}']\n", "");
+        let (_dir, path) = write_profile(&no_flags);
+        assert!(ClientSpec::from_profile(&path).is_ok(), "{no_flags}");
+    }
+
+    #[test]
     fn profile_errors_name_the_file_and_the_problem() {
         let cases = [
             (
@@ -460,6 +482,14 @@ signal = "SIGINT"
             (
                 WIRE_ONLY.replace("control = \"none\"", ""),
                 "set control = \"none\"",
+            ),
+            (
+                WIRE_ONLY.replace("name = \"escalate\"", "name = \"e\"\napproves = [\"raed\"]"),
+                "[policy] approves: unknown tool kind \"raed\"",
+            ),
+            (
+                WIRE_ONLY.replace("name = \"escalate\"", "name = \"e\"\nscope = \"home\""),
+                "[policy] scope: unknown scope \"home\"",
             ),
         ];
         for (text, needle) in cases {

@@ -156,12 +156,26 @@ impl Decider {
         facts: &ToolFacts<'_>,
         options: &[(String, String)],
     ) -> Option<String> {
-        let mut kinds = effective_kinds(facts.kinds, facts.request);
-        // MUTANT approve-by-request-kind (felinics/Memoh#972): the decision reads the request's
-        // own `toolCall.kind` only, so an execute requested as a read is approved as a read.
+        let by_policy = |kind: &str| {
+            self.policy
+                .as_ref()
+                .is_some_and(|p| p.approves.iter().any(|k| k == kind))
+        };
+        let pick = |kind: &str| {
+            options
+                .iter()
+                .find(|(_, k)| k == kind)
+                .map(|(id, _)| id.clone())
+        };
+        // MUTANT approve-by-request-kind (felinics/Memoh#972): a request whose own
+        // `toolCall.kind` the policy approves is approved at once with the first allow_once —
+        // no announced kinds, no policy evaluation of where it reaches.
         if self.mutant == Some(Mutant::ApproveByRequestKind) {
-            kinds = vec![request_kind(facts.request).unwrap_or("other").to_owned()];
+            return request_kind(facts.request)
+                .filter(|k| by_policy(k))
+                .and_then(|_| pick("allow_once"));
         }
+        let mut kinds = effective_kinds(facts.kinds, facts.request);
         // MUTANT approve-by-title-guess (acpx approve-reads, src/permissions.ts inferToolKind):
         // the request's kind, else a guess from the first word of its title.
         if self.mutant == Some(Mutant::ApproveByTitleGuess) {
@@ -178,11 +192,6 @@ impl Decider {
                     || (self.mutant == Some(Mutant::RememberedAnyKind) && !g.is_empty())
             })
         };
-        let by_policy = |kind: &str| {
-            self.policy
-                .as_ref()
-                .is_some_and(|p| p.approves.iter().any(|k| k == kind))
-        };
         if !kinds.iter().all(|k| is_granted(k) || by_policy(k)) {
             return None;
         }
@@ -196,12 +205,6 @@ impl Decider {
         {
             return None;
         }
-        let pick = |kind: &str| {
-            options
-                .iter()
-                .find(|(_, k)| k == kind)
-                .map(|(id, _)| id.clone())
-        };
         pick("allow_once").or_else(|| {
             let may_always = all_granted || self.policy.as_ref().is_some_and(|p| p.allow_always);
             may_always.then(|| pick("allow_always")).flatten()

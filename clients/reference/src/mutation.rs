@@ -202,9 +202,10 @@ impl Mutant {
                  #23: initialization must complete first; cf. openonion/connectonion#958)"
             }
             Mutant::ApproveByRequestKind => {
-                "felinics/Memoh#972: requests are auto-approved by the request's own toolCall.kind \
-                 (read/search/fetch/think/switch_mode), so an execute requested as a read is \
-                 approved (runs with --policy read-only)"
+                "felinics/Memoh#972: a request whose own toolCall.kind the policy approves \
+                 (read/search/fetch/think/switch_mode there) is approved at once, with no \
+                 evaluation of what was announced or where it reaches (runs with --policy \
+                 read-only)"
             }
             Mutant::ApproveByTitleGuess => {
                 "acpx approve-reads (src/permissions.ts inferToolKind): a kindless request's kind \

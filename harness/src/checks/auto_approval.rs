@@ -89,7 +89,7 @@ impl Check for AutoApproval {
                 continue;
             };
             let decision = Decision::of(model, request, answer);
-            if decision.by_user {
+            if decision.by_user() {
                 remember_grant(model, request, &decision, &mut grants);
             } else {
                 judge.own_decision(request, &decision, &grants, &mut problems);
@@ -117,7 +117,9 @@ struct Decision<'a> {
     answer: PermissionAnswer<'a>,
     /// The kind of the selected option, if it was offered.
     option_kind: Option<&'a str>,
-    by_user: bool,
+    /// The option the user clicked for this request before the answer went out; `None`: the
+    /// client decided by itself.
+    user_choice: Option<&'a str>,
 }
 
 impl<'a> Decision<'a> {
@@ -131,23 +133,39 @@ impl<'a> Decision<'a> {
             index,
             answer,
             option_kind,
-            by_user: answered_by_user(model, request, index),
+            user_choice: user_choice(model, request, index),
         }
+    }
+
+    fn by_user(&self) -> bool {
+        self.user_choice.is_some()
     }
 }
 
 /// The user answered if the harness clicked for this request before the answer went out: a
 /// `choose` command (adapter) or a `user_choose` note (a prompt typed at a wire-only client).
-fn answered_by_user(model: &WireModel<'_>, request: &PermissionRequest<'_>, answer: usize) -> bool {
-    if request.chooses.iter().any(|&c| c < answer) {
-        return true;
-    }
+/// Returns the option clicked, the latest one before the answer.
+fn user_choice<'a>(
+    model: &WireModel<'a>,
+    request: &PermissionRequest<'a>,
+    answer: usize,
+) -> Option<&'a str> {
+    let clicked = request
+        .chooses
+        .iter()
+        .filter(|&&c| c < answer)
+        .filter_map(|&c| match model.control_at(c).map(|m| &m.control) {
+            Some(Control::Choose { option_id, .. }) => Some((c, *option_id)),
+            _ => None,
+        });
     let key = id_key(request.id);
-    model.notes.iter().any(|(index, note)| {
-        *index < answer
+    let typed = model.notes.iter().filter_map(|(index, note)| {
+        let ours = *index < answer
             && note.get("type").and_then(Value::as_str) == Some("user_choose")
-            && note.get("requestId").is_some_and(|id| id_key(id) == key)
-    })
+            && note.get("requestId").is_some_and(|id| id_key(id) == key);
+        ours.then(|| (*index, note.get("optionId").and_then(Value::as_str).unwrap_or("")))
+    });
+    clicked.chain(typed).max_by_key(|(i, _)| *i).map(|(_, o)| o)
 }
 
 fn remember_grant<'a>(
@@ -156,7 +174,13 @@ fn remember_grant<'a>(
     decision: &Decision<'a>,
     grants: &mut Grants<'a>,
 ) {
-    if decision.option_kind != Some("allow_always") {
+    // What the user clicked decides the grant (a client that then sent another option id is
+    // offered-options' finding, not a grant the user did not give).
+    let clicked = decision
+        .user_choice
+        .and_then(|id| request.option(id))
+        .and_then(|o| o.kind);
+    if clicked.or(decision.option_kind) != Some("allow_always") {
         return;
     }
     let Some(session) = request.session_id else {
