@@ -628,7 +628,7 @@ mod tests {
     const PROMPT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"session/prompt","params":{"sessionId":"s1","prompt":[]}}"#;
 
     /// The rules of a clients/acpx profile, and a transcript with `wire` in it.
-    fn acpx(profile: &str, wire: &[(Direction, &str)]) -> (DataRules, Recorder) {
+    fn load(profile: &str, wire: &[(Direction, &str)]) -> (DataRules, Recorder) {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../clients/acpx")
             .join(profile);
@@ -656,7 +656,7 @@ mod tests {
 
     #[test]
     fn escalation_meta_is_an_observed_approval_then_a_policy_answer() {
-        let (mut acpx, _rec) = acpx("acpx.toml", &[(Direction::AgentToClient, REQUEST)]);
+        let (mut acpx, _rec) = load("acpx.toml", &[(Direction::AgentToClient, REQUEST)]);
         assert!(acpx.stdout_line(REQUEST).is_empty());
         let answer = r#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"reject"},"_meta":{"acpx":{"permissionEscalation":{"type":"permission_escalation","sessionId":"s1","toolCallId":"tc1","toolKind":"read","action":"escalate"}}}}}"#;
         let events = acpx.stdout_line(answer);
@@ -678,7 +678,7 @@ mod tests {
         assert_eq!(events[1]["by"], "policy");
         assert_eq!(events[1]["optionId"], "reject");
         // `other` and no kind at all show as generic.
-        let (mut acpx, _rec) = acpx("acpx.toml", &[(Direction::AgentToClient, REQUEST)]);
+        let (mut acpx, _rec) = load("acpx.toml", &[(Direction::AgentToClient, REQUEST)]);
         let other = answer.replace(r#""toolKind":"read","#, "");
         assert_eq!(acpx.stdout_line(&other)[0]["subject"], "generic");
     }
@@ -691,7 +691,7 @@ mod tests {
             (Direction::AgentToClient, REQUEST),
             (Direction::AgentToClient, stop),
         ];
-        let (mut acpx, _rec) = acpx("acpx.toml", &wire);
+        let (mut acpx, _rec) = load("acpx.toml", &wire);
         // id 0 both ways: the agent's prompt response must not resolve the permission request.
         assert!(acpx.stdout_line(stop).is_empty());
         let state = |acpx: &mut DataRules, code: Option<i32>| {
@@ -719,13 +719,13 @@ mod tests {
                 .starts_with("acpx exited with code 5 (PERMISSION_DENIED")
         );
         // No turn ever started: nothing to report.
-        let (mut idle, _rec) = acpx("acpx.toml", &[]);
+        let (mut idle, _rec) = load("acpx.toml", &[]);
         assert!(idle.exited(&ExitInfo { code: Some(0), signal: None }).is_empty());
     }
 
     #[test]
     fn terminal_prompt_is_the_card_with_the_reachable_buttons() {
-        let (mut acpx, _rec) = acpx("acpx-tty.toml", &[(Direction::AgentToClient, REQUEST)]);
+        let (mut acpx, _rec) = load("acpx-tty.toml", &[(Direction::AgentToClient, REQUEST)]);
         let text = "\u{1b}[1G\u{1b}[0J\r\n[permission] Allow cat ~/.ssh/id_rsa [re";
         assert!(acpx.terminal(text).is_empty());
         let events = acpx.terminal("ad]? (y/N) \u{1b}[59G");
@@ -753,7 +753,7 @@ mod tests {
 
     #[test]
     fn an_event_without_its_request_waits_for_it_and_is_noted_if_none_comes() {
-        let (mut acpx, rec) = acpx("acpx-tty.toml", &[]);
+        let (mut acpx, rec) = load("acpx-tty.toml", &[]);
         assert!(acpx.terminal("[permission] Allow x [edit]? (y/N)").is_empty());
         rec.record(1, Direction::AgentToClient, REQUEST.as_bytes());
         acpx.wire.refresh(&rec, |_| {});
