@@ -453,10 +453,7 @@ message = "exited with {code}"
                 WIRE_ONLY.replace("message = ", "colour = "),
                 "unknown key `colour`",
             ),
-            (
-                WIRE_ONLY.replace("{code}", "{kode}"),
-                "uses {kode}",
-            ),
+            (WIRE_ONLY.replace("{code}", "{kode}"), "uses {kode}"),
             (
                 WIRE_ONLY.replace("on = \"exit\"", "on = \"stdout\"\nmatch = \"(?P<x\""),
                 "`match` is not a valid regex",

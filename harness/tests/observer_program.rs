@@ -52,7 +52,10 @@ fn the_example_observer_prints_valid_turn_events() {
     for e in &events {
         validate_control(e).unwrap_or_else(|err| panic!("{e}: {err}"));
     }
-    let states: Vec<&str> = events.iter().map(|e| e["state"].as_str().unwrap()).collect();
+    let states: Vec<&str> = events
+        .iter()
+        .map(|e| e["state"].as_str().unwrap())
+        .collect();
     assert_eq!(states, ["refused", "cancelled"]);
     assert_eq!(events[0]["sessionId"], "s1");
     assert_eq!(events[0]["observed"]["evidence"], "[Stop reason: refusal]");
@@ -88,7 +91,10 @@ fn adapter_error(result: &CaseResult) -> &str {
 fn a_failing_observer_is_an_adapter_error_and_the_wire_is_still_graded() {
     let r = run_with_observer(&["sh", "-c", "cat >/dev/null; echo boom >&2; exit 3"]);
     let reason = adapter_error(&r);
-    assert!(reason.contains("the observer exited with exit status: 3"), "{reason}");
+    assert!(
+        reason.contains("the observer exited with exit status: 3"),
+        "{reason}"
+    );
     assert!(reason.contains("its stderr ends: boom"), "{reason}");
     for check in all_checks() {
         let t = r.trials.iter().find(|t| t.check == check.id()).unwrap();
@@ -99,13 +105,25 @@ fn a_failing_observer_is_an_adapter_error_and_the_wire_is_still_graded() {
             assert_ne!(t.grade, Grade::Error, "{}: {}", t.check, t.message);
         }
     }
-    let noted = r.record.transcript.iter().any(|e| e.control_type() == Some("observer_error"));
+    let noted = r
+        .record
+        .transcript
+        .iter()
+        .any(|e| e.control_type() == Some("observer_error"));
     assert!(noted, "no observer_error note");
 
     let r = run_with_observer(&["sh", "-c", "echo not json; cat >/dev/null"]);
-    assert!(adapter_error(&r).contains("a line that is not JSON"), "{r:?}", r = r.record.end);
+    assert!(
+        adapter_error(&r).contains("a line that is not JSON"),
+        "{r:?}",
+        r = r.record.end
+    );
 
-    let r = run_with_observer(&["sh", "-c", "echo '{\"type\":\"turn\",\"sessionId\":\"s\"}'; cat >/dev/null"]);
+    let r = run_with_observer(&[
+        "sh",
+        "-c",
+        "echo '{\"type\":\"turn\",\"sessionId\":\"s\"}'; cat >/dev/null",
+    ]);
     let reason = adapter_error(&r);
     assert!(reason.contains("an invalid event"), "{reason}");
 

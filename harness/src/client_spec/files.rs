@@ -41,7 +41,10 @@ pub(super) fn validate(files: &BTreeMap<String, String>) -> Result<(), String> {
 }
 
 /// Writes the profile's `[files]` for one case; returns the paths written.
-pub fn write_files(files: &BTreeMap<String, String>, x: &Expansion<'_>) -> Result<Vec<PathBuf>, String> {
+pub fn write_files(
+    files: &BTreeMap<String, String>,
+    x: &Expansion<'_>,
+) -> Result<Vec<PathBuf>, String> {
     let agent_argv = serde_json::to_string(x.agent_argv).unwrap_or_default();
     let mut written = Vec::new();
     for (key, template) in files {
@@ -54,7 +57,9 @@ pub fn write_files(files: &BTreeMap<String, String>, x: &Expansion<'_>) -> Resul
         let real = parent
             .canonicalize()
             .map_err(|e| format!("[files] {key:?}: {e}"))?;
-        let real_base = base.canonicalize().map_err(|e| format!("[files] {key:?}: {e}"))?;
+        let real_base = base
+            .canonicalize()
+            .map_err(|e| format!("[files] {key:?}: {e}"))?;
         if !real.starts_with(&real_base) {
             return Err(format!(
                 "[files] {key:?}: {} is outside {}",
@@ -81,7 +86,13 @@ mod tests {
     fn paths_must_stay_in_home_or_cwd() {
         assert!(relative("{home}/.config/c.json").is_ok());
         assert!(relative("{cwd}/agent.json").is_ok());
-        for bad in ["/etc/passwd", "{home}/../x", "{home}/", "x/{home}/y", "{cwd}/{home}/x"] {
+        for bad in [
+            "/etc/passwd",
+            "{home}/../x",
+            "{home}/",
+            "x/{home}/y",
+            "{cwd}/{home}/x",
+        ] {
             assert!(relative(bad).is_err(), "{bad} accepted");
         }
     }
@@ -106,7 +117,10 @@ mod tests {
         let written = write_files(&files, &x).unwrap();
         let text = std::fs::read_to_string(&written[0]).unwrap();
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["argv"], serde_json::json!(["/bin/fake agent", "--connect"]));
+        assert_eq!(
+            v["argv"],
+            serde_json::json!(["/bin/fake agent", "--connect"])
+        );
         assert_eq!(v["line"], "'/bin/fake agent' --connect");
         assert_eq!(v["cwd"], cwd.to_string_lossy().as_ref());
         // A symlink out of the case is refused when writing.

@@ -158,7 +158,10 @@ pub struct Install {
 impl Install {
     /// The package spec, which also names its install prefix in the cache.
     pub fn package(&self) -> &str {
-        self.npm.as_deref().or(self.pypi.as_deref()).unwrap_or_default()
+        self.npm
+            .as_deref()
+            .or(self.pypi.as_deref())
+            .unwrap_or_default()
     }
 }
 
@@ -273,17 +276,25 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
 }
 
 /// `[observer]`: exactly one of rules and a command; the rules compile.
-fn validate_observer(observer: &super::ObserverSpec, file: &ProfileFile, path: &Path) -> Result<()> {
+fn validate_observer(
+    observer: &super::ObserverSpec,
+    file: &ProfileFile,
+    path: &Path,
+) -> Result<()> {
     let at = path.display();
     match (&observer.command, observer.rules.is_empty()) {
-        (Some(_), false) => bail!("{at}: [observer] has both `command` and [[observer.rule]]: give one"),
+        (Some(_), false) => {
+            bail!("{at}: [observer] has both `command` and [[observer.rule]]: give one")
+        }
         (None, true) => bail!("{at}: [observer] needs [[observer.rule]] entries or a `command`"),
         (Some(argv), true) => {
             if argv.is_empty() {
                 bail!("{at}: [observer] `command` must not be empty");
             }
             if observer.reports.is_empty() {
-                bail!("{at}: [observer] `command` needs `reports`: the event types the program can report");
+                bail!(
+                    "{at}: [observer] `command` needs `reports`: the event types the program can report"
+                );
             }
             if let Some(bad) = observer
                 .reports
@@ -298,7 +309,9 @@ fn validate_observer(observer: &super::ObserverSpec, file: &ProfileFile, path: &
         }
         (None, false) => {
             if !observer.reports.is_empty() {
-                bail!("{at}: [observer] `reports` is for `command`; rules report the events they make");
+                bail!(
+                    "{at}: [observer] `reports` is for `command`; rules report the events they make"
+                );
             }
             crate::observe::compile(observer, !file.choose.is_empty(), file.tty)
                 .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;

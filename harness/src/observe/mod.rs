@@ -125,7 +125,11 @@ impl Shared {
         let mut frames = Vec::new();
         *sent = self.rec.visit_from(*sent, |e| {
             if e.direction.is_wire() {
-                let dir = if e.direction == Direction::ClientToAgent { "c2a" } else { "a2c" };
+                let dir = if e.direction == Direction::ClientToAgent {
+                    "c2a"
+                } else {
+                    "a2c"
+                };
                 frames.push((dir, e.raw.clone()));
             }
         });
@@ -159,7 +163,10 @@ impl Shared {
 
     /// Validates an observed event, records it and updates the cards.
     fn event(&self, event: Value) {
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if !rules::EVENT_TYPES.contains(&kind) {
             return self.fail(format!(
                 "the observer reported {event}, which is not an observed event (one of {})",
@@ -167,7 +174,9 @@ impl Shared {
             ));
         }
         if let Err(e) = validate_control(&event) {
-            return self.fail(format!("the observer reported an invalid event {event}: {e}"));
+            return self.fail(format!(
+                "the observer reported an invalid event {event}: {e}"
+            ));
         }
         self.rec.record(
             0,
@@ -188,7 +197,8 @@ impl Shared {
     }
 
     fn fail(&self, reason: String) {
-        self.rec.note(json!({"type": "observer_error", "reason": reason}));
+        self.rec
+            .note(json!({"type": "observer_error", "reason": reason}));
         let mut error = self.error.lock().unwrap_or_else(|e| e.into_inner());
         error.get_or_insert(reason);
     }
@@ -251,7 +261,11 @@ impl ObserverHandle {
 
     /// Tells the rules what the user is about to do.
     pub fn user(&self, act: UserAct) {
-        let mut backend = self.shared.backend.lock().unwrap_or_else(|e| e.into_inner());
+        let mut backend = self
+            .shared
+            .backend
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         match backend.as_mut() {
             Some(Backend::Rules(r)) => r.user(act),
             Some(Backend::Program(p)) => {
@@ -285,7 +299,12 @@ impl Observer {
     /// Starts reading the client's streams and, for `observer.command`, the program (in
     /// `cwd`). Records the `observer` note when the profile has an observer. A program that
     /// cannot start is the observer's failure, reported by [`Self::finish`].
-    pub fn start(spec: &ClientSpec, streams: Streams, rec: Recorder, cwd: &std::path::Path) -> Self {
+    pub fn start(
+        spec: &ClientSpec,
+        streams: Streams,
+        rec: Recorder,
+        cwd: &std::path::Path,
+    ) -> Self {
         let (cards, _) = watch::channel(Cards::default());
         let observer = spec.wire.observer.as_ref();
         let name = observer
@@ -323,7 +342,8 @@ impl Observer {
                 }
                 None => match compile(o, !spec.wire.choose.is_empty(), spec.wire.tty) {
                     Ok(compiled) => {
-                        let rules = rules::DataRules::new(name.clone(), compiled, spec.wire.choose.clone());
+                        let rules =
+                            rules::DataRules::new(name.clone(), compiled, spec.wire.choose.clone());
                         rec.note(json!({
                             "type": "observer", "name": name, "reports": rules.reports(),
                             "from": rules.sources(),
@@ -391,7 +411,11 @@ impl Observer {
             }
             None => {}
         }
-        self.shared.error.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.shared
+            .error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 

@@ -51,9 +51,7 @@ impl Program {
         cwd: &std::path::Path,
         on_line: impl Fn(Result<&[u8], String>) + Send + Sync + 'static,
     ) -> Result<Self, String> {
-        let (program, args) = argv
-            .split_first()
-            .ok_or("observer.command is empty")?;
+        let (program, args) = argv.split_first().ok_or("observer.command is empty")?;
         let mut child = Command::new(program)
             .args(args)
             .current_dir(cwd)

@@ -27,8 +27,8 @@ use serde_json::{Map, Value, json};
 use super::UserAct;
 use super::template::{Template, Words};
 use super::wire::WireView;
-use crate::client_spec::observer::{Codes, ObserverSpec, Source};
 use crate::client_spec::ChooseInput;
+use crate::client_spec::observer::{Codes, ObserverSpec, Source};
 use crate::launch::ExitInfo;
 use crate::wire_model::id_key;
 
@@ -41,12 +41,27 @@ const MAX_EVIDENCE: usize = 300;
 const EVENTS: &[(&str, &[&str], &[&str])] = &[
     (
         "approval",
-        &["sessionId", "requestId", "toolCallId", "title", "subject", "options"],
+        &[
+            "sessionId",
+            "requestId",
+            "toolCallId",
+            "title",
+            "subject",
+            "options",
+        ],
         &["subject"],
     ),
     (
         "approval_resolved",
-        &["sessionId", "requestId", "toolCallId", "title", "outcome", "optionId", "by"],
+        &[
+            "sessionId",
+            "requestId",
+            "toolCallId",
+            "title",
+            "outcome",
+            "optionId",
+            "by",
+        ],
         &["outcome"],
     ),
     (
@@ -54,7 +69,11 @@ const EVENTS: &[(&str, &[&str], &[&str])] = &[
         &["sessionId", "toolCallId", "itemType", "status", "title"],
         &["toolCallId", "itemType", "status", "title"],
     ),
-    ("turn", &["sessionId", "state", "stopReason", "message"], &["state"]),
+    (
+        "turn",
+        &["sessionId", "state", "stopReason", "message"],
+        &["state"],
+    ),
 ];
 
 /// The event types an observer may report at all.
@@ -134,10 +153,8 @@ pub fn compile(spec: &ObserverSpec, has_choose: bool, tty: bool) -> Result<Compi
     let mut rules = Vec::new();
     for (i, r) in spec.rules.iter().enumerate() {
         let at = format!("[[observer.rule]] #{} (event = {:?})", i + 1, r.event);
-        let &(event, allowed, required) = EVENTS
-            .iter()
-            .find(|(t, ..)| *t == r.event)
-            .ok_or_else(|| {
+        let &(event, allowed, required) =
+            EVENTS.iter().find(|(t, ..)| *t == r.event).ok_or_else(|| {
                 format!(
                     "[[observer.rule]] #{}: unknown event {:?} (one of {})",
                     i + 1,
@@ -150,7 +167,10 @@ pub fn compile(spec: &ObserverSpec, has_choose: bool, tty: bool) -> Result<Compi
                 Regex::new(p).map_err(|e| format!("{at}: `match` is not a valid regex: {e}"))?,
             ),
             (None, Source::Stdout | Source::Stderr | Source::Terminal) => {
-                return Err(format!("{at}: on = {:?} needs a `match` regex", r.on.describe()));
+                return Err(format!(
+                    "{at}: on = {:?} needs a `match` regex",
+                    r.on.describe()
+                ));
             }
             (Some(_), _) => {
                 return Err(format!(
@@ -214,7 +234,11 @@ pub fn compile(spec: &ObserverSpec, has_choose: bool, tty: bool) -> Result<Compi
                 if !known {
                     return Err(format!(
                         "{at}: `{key}` uses {{{name}}}, which is neither a named group of `match`{} nor one of {{session}}, {{stop_reason}}{}",
-                        if r.on == Source::Json { ", a JSON pointer" } else { "" },
+                        if r.on == Source::Json {
+                            ", a JSON pointer"
+                        } else {
+                            ""
+                        },
                         if r.on == Source::Exit { ", {code}" } else { "" }
                     ));
                 }
@@ -447,7 +471,12 @@ impl DataRules {
         }
     }
 
-    fn draft(&self, rule: &Rule, lookup: &dyn Fn(&str) -> Option<Value>, evidence: String) -> Draft {
+    fn draft(
+        &self,
+        rule: &Rule,
+        lookup: &dyn Fn(&str) -> Option<Value>,
+        evidence: String,
+    ) -> Draft {
         let mut event = Map::new();
         event.insert("type".into(), json!(rule.event));
         for (field, template) in &rule.fields {
@@ -489,7 +518,10 @@ impl DataRules {
 
     fn complete(&mut self, draft: &Draft) -> Settled {
         let mut event = draft.event.clone();
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         match kind {
             "approval" | "approval_resolved" => {
                 let card = kind == "approval";
@@ -720,7 +752,13 @@ mod tests {
         );
         // No turn ever started: nothing to report.
         let (mut idle, _rec) = load("acpx.toml", &[]);
-        assert!(idle.exited(&ExitInfo { code: Some(0), signal: None }).is_empty());
+        assert!(
+            idle.exited(&ExitInfo {
+                code: Some(0),
+                signal: None
+            })
+            .is_empty()
+        );
     }
 
     #[test]
@@ -754,14 +792,20 @@ mod tests {
     #[test]
     fn an_event_without_its_request_waits_for_it_and_is_noted_if_none_comes() {
         let (mut acpx, rec) = load("acpx-tty.toml", &[]);
-        assert!(acpx.terminal("[permission] Allow x [edit]? (y/N)").is_empty());
+        assert!(
+            acpx.terminal("[permission] Allow x [edit]? (y/N)")
+                .is_empty()
+        );
         rec.record(1, Direction::AgentToClient, REQUEST.as_bytes());
         acpx.wire.refresh(&rec, |_| {});
         let events = acpx.stdout_line("unrelated");
         assert_eq!(types(&events), ["approval"]);
         assert_eq!(events[0]["subject"], "file_change");
         // A second card for the only request is dropped; an answer to no request waits.
-        assert!(acpx.terminal("[permission] Allow y [edit]? (y/N)").is_empty());
+        assert!(
+            acpx.terminal("[permission] Allow y [edit]? (y/N)")
+                .is_empty()
+        );
         let stray = r#"{"jsonrpc":"2.0","id":7,"result":{"outcome":{"outcome":"cancelled"}}}"#;
         assert!(acpx.stdout_line(stray).is_empty());
         let notes = acpx.unmatched();
@@ -787,13 +831,31 @@ mod tests {
     #[test]
     fn bad_rules_name_the_rule_and_the_key() {
         let cases = [
-            ("on = \"json\"\nevent = \"turn\"\nstate = \"{code}\"", "uses {code}"),
+            (
+                "on = \"json\"\nevent = \"turn\"\nstate = \"{code}\"",
+                "uses {code}",
+            ),
             ("on = \"exit\"\nevent = \"approval\"", "needs `subject`"),
-            ("on = \"exit\"\nevent = \"turn\"\nstate = \"{session|nope}\"", "word table \"nope\""),
-            ("on = \"stdout\"\nevent = \"turn\"\nstate = \"failed\"", "needs a `match`"),
-            ("on = \"exit\"\nmatch = \"x\"\nevent = \"turn\"\nstate = \"failed\"", "`match` is for"),
-            ("on = \"terminal\"\nmatch = \"x\"\nevent = \"approval\"\nsubject = \"read\"\noptions = \"choose\"", "needs [[choose]]"),
-            ("on = \"json\"\nwhen = \"x\"\nevent = \"turn\"\nstate = \"failed\"", "JSON pointer"),
+            (
+                "on = \"exit\"\nevent = \"turn\"\nstate = \"{session|nope}\"",
+                "word table \"nope\"",
+            ),
+            (
+                "on = \"stdout\"\nevent = \"turn\"\nstate = \"failed\"",
+                "needs a `match`",
+            ),
+            (
+                "on = \"exit\"\nmatch = \"x\"\nevent = \"turn\"\nstate = \"failed\"",
+                "`match` is for",
+            ),
+            (
+                "on = \"terminal\"\nmatch = \"x\"\nevent = \"approval\"\nsubject = \"read\"\noptions = \"choose\"",
+                "needs [[choose]]",
+            ),
+            (
+                "on = \"json\"\nwhen = \"x\"\nevent = \"turn\"\nstate = \"failed\"",
+                "JSON pointer",
+            ),
         ];
         for (rule, needle) in cases {
             let spec = spec(&format!("[observer]\n[[observer.rule]]\n{rule}\n"));
@@ -805,6 +867,9 @@ mod tests {
             "[observer]\n[[observer.rule]]\non = \"exit\"\nevent = \"turn\"\nstate = \"{stop_reason|s}\"\n[observer.words.s]\nx = \"done\"\n",
         );
         let err = compile(&words, false, false).unwrap_err();
-        assert!(err.contains("[observer.words.s]: \"done\" is not a `state`"), "{err}");
+        assert!(
+            err.contains("[observer.words.s]: \"done\" is not a `state`"),
+            "{err}"
+        );
     }
 }

@@ -167,10 +167,17 @@ mod tests {
 
     #[test]
     fn bad_templates_are_errors() {
-        assert!(Template::parse("{open").unwrap_err().contains("without its"));
+        assert!(
+            Template::parse("{open")
+                .unwrap_err()
+                .contains("without its")
+        );
         assert!(Template::parse("x}").unwrap_err().contains("without its"));
         assert!(Template::parse("{}").unwrap_err().contains("empty"));
         assert!(Template::parse("{a|}").unwrap_err().contains("empty"));
-        assert_eq!(Template::parse("plain").unwrap().literal().as_deref(), Some("plain"));
+        assert_eq!(
+            Template::parse("plain").unwrap().literal().as_deref(),
+            Some("plain")
+        );
     }
 }

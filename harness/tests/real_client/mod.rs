@@ -81,8 +81,8 @@ fn locate(profile: &Path, env: &str) -> Result<Option<PathBuf>, String> {
             Err(format!("{env}={} does not exist", path.display()))
         };
     }
-    let spec = ClientSpec::from_profile_with_program(profile, "client")
-        .map_err(|e| format!("{e:#}"))?;
+    let spec =
+        ClientSpec::from_profile_with_program(profile, "client").map_err(|e| format!("{e:#}"))?;
     let install = spec
         .wire
         .install
@@ -93,7 +93,11 @@ fn locate(profile: &Path, env: &str) -> Result<Option<PathBuf>, String> {
     if program.exists() {
         return Ok(Some(program));
     }
-    eprintln!("installing {} into {} …", install.package(), prefix.display());
+    eprintln!(
+        "installing {} into {} …",
+        install.package(),
+        prefix.display()
+    );
     if let Some(npm_spec) = &install.npm {
         if !runs("node") || !runs("npm") {
             return Ok(None);
@@ -112,7 +116,12 @@ fn locate(profile: &Path, env: &str) -> Result<Option<PathBuf>, String> {
         venv.args(["-m", "venv"]).arg(&prefix);
         install_step(venv, "python3 -m venv")?;
         let mut pip = tokio::process::Command::new(prefix.join("bin/pip"));
-        pip.args(["install", "--disable-pip-version-check", "--quiet", requirement]);
+        pip.args([
+            "install",
+            "--disable-pip-version-check",
+            "--quiet",
+            requirement,
+        ]);
         install_step(pip, &format!("pip install {requirement}"))?;
     }
     if !program.exists() {
