@@ -557,6 +557,24 @@ mod tests {
     }
 
     #[test]
+    fn an_observer_that_saw_no_card_makes_subject_kind_not_applicable() {
+        let c = Case::wire_only();
+        observer_note(&c, &["approval", "approval_resolved", "turn"]);
+        run(&c);
+        c.select(json!(0), "reject");
+        c.prompt_result("end_turn");
+        let trials = grade_case(&c.record());
+        let t = trial(&trials, "subject-kind");
+        assert_eq!(t.grade, Grade::NotApplicable, "{}", t.message);
+        assert!(
+            t.message
+                .starts_with("the observer reported no approval for request #"),
+            "{}",
+            t.message
+        );
+    }
+
+    #[test]
     fn without_an_observer_control_checks_stay_not_applicable() {
         let c = Case::wire_only();
         run(&c);

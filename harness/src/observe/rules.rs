@@ -814,6 +814,33 @@ mod tests {
     }
 
     #[test]
+    fn chuk_acp_rules_read_stdout_and_stderr_lines() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../clients/chuk-acp/chuk-acp.toml");
+        let spec = ClientSpec::from_profile_with_program(&path, "chuk-acp").unwrap();
+        let compiled = compile(spec.wire.observer.as_ref().unwrap(), false, false).unwrap();
+        let mut rules = DataRules::new("chuk-acp".into(), compiled, Vec::new());
+        // No prompt on the wire yet: the turn waits for its session.
+        assert!(rules.stdout_line("[Stop reason: end_turn]").is_empty());
+        let rec = Recorder::new();
+        rec.record(1, Direction::ClientToAgent, PROMPT.as_bytes());
+        rules.wire.refresh(&rec, |_| {});
+        let events = rules.stderr_line("Error connecting to agent: Prompt failed: boom");
+        valid(&events);
+        assert_eq!(types(&events), ["turn", "turn"]);
+        assert_eq!(events[0]["state"], "completed");
+        assert_eq!(events[0]["stopReason"], "end_turn");
+        assert_eq!(events[1]["state"], "failed");
+        assert_eq!(events[1]["sessionId"], "s1");
+        assert_eq!(events[1]["observed"]["from"], "stderr");
+        assert!(rules.stdout_line("Done.").is_empty());
+        assert_eq!(
+            rules.stdout_line("[Stop reason: refusal]")[0]["state"],
+            "refused"
+        );
+    }
+
+    #[test]
     fn strip_escapes_keeps_text() {
         assert_eq!(strip_escapes("\u{1b}[59Gy\r\r\nok"), "y\nok");
     }
