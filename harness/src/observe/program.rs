@@ -171,6 +171,7 @@ impl Program {
             Ok(Ok(s)) => s,
             _ => String::new(),
         };
+        self.stderr.abort();
         result.map_err(|reason| match stderr.is_empty() {
             true => reason,
             false => format!("{reason}; its stderr ends: {stderr}"),

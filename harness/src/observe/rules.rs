@@ -408,7 +408,15 @@ impl DataRules {
             let Some((rule, caps)) = found else { break };
             let end = caps.get(0).map_or(self.terminal.len(), |m| m.end());
             drafts.push(self.captured(rule, &caps));
-            self.terminal.drain(..end.max(1).min(self.terminal.len()));
+            // An empty match at the start still moves on, by one character.
+            let end = match end {
+                0 => self.terminal.chars().next().map_or(0, char::len_utf8),
+                n => n,
+            };
+            self.terminal.drain(..end);
+            if end == 0 {
+                break;
+            }
         }
         if self.terminal.len() > MAX_TERMINAL_TEXT {
             let cut = self.terminal.len() - MAX_TERMINAL_TEXT;
@@ -838,6 +846,21 @@ mod tests {
             rules.stdout_line("[Stop reason: refusal]")[0]["state"],
             "refused"
         );
+    }
+
+    #[test]
+    fn a_rule_that_matches_empty_text_ends_and_keeps_char_boundaries() {
+        let spec = spec(
+            "[observer]\n[[observer.rule]]\non = \"terminal\"\nmatch = \"x*\"\nevent = \"turn\"\nstate = \"failed\"\n",
+        );
+        let mut rules = DataRules::new(
+            "t".into(),
+            compile(&spec, false, false).unwrap(),
+            Vec::new(),
+        );
+        // No prompt on the wire: every match waits; the point is that this returns.
+        assert!(rules.terminal("éé\u{1b}[1Gü").is_empty());
+        assert_eq!(rules.unmatched().len(), 4);
     }
 
     #[test]
