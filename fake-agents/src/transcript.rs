@@ -184,6 +184,18 @@ impl Recorder {
             .clone()
     }
 
+    /// Calls `f` on every entry from index `from` on, without copying the transcript (entries
+    /// already moved out by [`Self::take`] are skipped). Returns the index after the last one.
+    /// The transcript is locked meanwhile: `f` must not record.
+    pub fn visit_from(&self, from: usize, mut f: impl FnMut(&Entry)) -> usize {
+        let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let start = from.saturating_sub(inner.taken).min(inner.entries.len());
+        for entry in &inner.entries[start..] {
+            f(entry);
+        }
+        inner.taken + inner.entries.len()
+    }
+
     /// Moves out every entry recorded since the last `take`, without copying: for the end of a
     /// case, when the transcript is complete (a copy of a 10⁵-frame transcript is about 300 MB;
     /// docs/performance.md). Anything recorded later keeps counting indices on.

@@ -6,6 +6,8 @@
 //! describe a client without an adapter: how its prompt, permission policy and cancel work, and
 //! which observer reads what it exposes.
 
+mod files;
+pub mod observer;
 mod profile;
 
 use std::collections::BTreeMap;
@@ -15,6 +17,8 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::{Deserialize, Serialize};
 
+pub use files::write_files;
+pub use observer::ObserverSpec;
 pub use profile::{Cancel, ChooseInput, Install, Policy};
 
 use crate::policy::{DeclaredPolicy, PolicySource};
@@ -40,8 +44,10 @@ pub struct WireProfile {
     pub cancel: Cancel,
     /// Inputs that answer the client's permission prompt.
     pub choose: Vec<ChooseInput>,
-    /// Observer name (harness/src/observe/).
-    pub observer: Option<String>,
+    /// `[observer]`: rules or a program that read what the client shows.
+    pub observer: Option<ObserverSpec>,
+    /// `[files]`: path template → content template, written before the client starts.
+    pub files: BTreeMap<String, String>,
     /// argv that prints the client's version (`{program}` already filled).
     pub version_command: Option<Vec<String>>,
     pub install: Option<Install>,
@@ -166,7 +172,13 @@ impl ClientSpec {
                 policy: file.policy,
                 cancel,
                 choose: file.choose,
-                observer: file.observer,
+                observer: file.observer.map(|mut o| {
+                    if let Some(argv) = o.command.as_mut() {
+                        *argv = fill(argv);
+                    }
+                    o
+                }),
+                files: file.files,
                 version_command: file.version_command.as_deref().map(fill),
                 install: file.install,
             },
@@ -280,14 +292,17 @@ impl ClientSpec {
     }
 }
 
-fn fill(arg: &str, x: &Expansion<'_>) -> String {
-    let agent_line = x
-        .agent_argv
+/// The agent command as one shell-quoted string (`{agent}`).
+fn agent_line(agent_argv: &[String]) -> String {
+    agent_argv
         .iter()
         .map(|a| shell_quote(a))
         .collect::<Vec<_>>()
-        .join(" ");
-    arg.replace("{agent}", &agent_line)
+        .join(" ")
+}
+
+fn fill(arg: &str, x: &Expansion<'_>) -> String {
+    arg.replace("{agent}", &agent_line(x.agent_argv))
         .replace("{prompt}", x.prompt)
         .replace("{cwd}", &x.cwd.to_string_lossy())
         .replace("{home}", &x.home.to_string_lossy())
@@ -383,7 +398,6 @@ name = "cli"
 program = "./bin/cli"
 argv = ["{program}", "--agent", "{agent}", "{policy}", "exec", "{prompt}"]
 control = "none"
-observer = "acpx"
 version_command = ["{program}", "--version"]
 [env]
 HOME = "{home}"
@@ -392,6 +406,12 @@ name = "escalate"
 flags = ["--policy", '{"escalate":["*"]}']
 [cancel]
 signal = "SIGINT"
+[observer]
+[[observer.rule]]
+on = "exit"
+event = "turn"
+state = "failed"
+message = "exited with {code}"
 "#;
 
     #[test]
@@ -401,7 +421,7 @@ signal = "SIGINT"
         let program = dir.path().join("./bin/cli").to_string_lossy().into_owned();
         assert_eq!(spec.control, ControlMode::None);
         assert_eq!(spec.wire.cancel, Cancel::Signal("SIGINT".into()));
-        assert_eq!(spec.wire.observer.as_deref(), Some("acpx"));
+        assert_eq!(spec.wire.observer.as_ref().map(|o| o.rules.len()), Some(1));
         assert_eq!(
             spec.wire.version_command,
             Some(vec![program.clone(), "--version".into()])
@@ -464,8 +484,33 @@ signal = "SIGINT"
                 "exactly one of",
             ),
             (
-                WIRE_ONLY.replace("observer = \"acpx\"", "observer = \"nope\""),
-                "unknown observer",
+                WIRE_ONLY.replace("event = \"turn\"", "event = \"nope\""),
+                "[[observer.rule]] #1: unknown event \"nope\"",
+            ),
+            (
+                WIRE_ONLY.replace("message = ", "colour = "),
+                "unknown key `colour`",
+            ),
+            (WIRE_ONLY.replace("{code}", "{kode}"), "uses {kode}"),
+            (
+                WIRE_ONLY.replace("on = \"exit\"", "on = \"stdout\"\nmatch = \"(?P<x\""),
+                "`match` is not a valid regex",
+            ),
+            (
+                WIRE_ONLY.replace("state = \"failed\"", "state = \"exploded\""),
+                "`state` = \"exploded\" is not one of",
+            ),
+            (
+                WIRE_ONLY.replace("message = \"exited with {code}\"", "state = \"x\""),
+                "state",
+            ),
+            (
+                format!("{WIRE_ONLY}[files]\n\"{{home}}/../x\" = \"\"\n"),
+                "[files] \"{home}/../x\"",
+            ),
+            (
+                WIRE_ONLY.replace("[observer]", "[observer]\ncommand = [\"./o.py\"]"),
+                "both `command` and",
             ),
             (
                 WIRE_ONLY.replace(", \"exec\", \"{prompt}\"", ""),

@@ -25,6 +25,8 @@ pub struct Launched {
     pub stdout: Option<ChildStdout>,
     /// For `tty` launches: the terminal that is the client's stdin and stderr.
     pub terminal: Option<Terminal>,
+    /// For launches without `tty`: stderr in chunks as they come (also kept in the tail).
+    pub stderr: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     stderr_task: tokio::task::JoinHandle<()>,
 }
@@ -114,7 +116,7 @@ pub fn launch_with(
         let excess = tail.len().saturating_sub(STDERR_TAIL_BYTES);
         tail.drain(..excess);
     };
-    let (terminal, stderr_task) = match master {
+    let (terminal, stderr_output, stderr_task) = match master {
         Some(master) => {
             let (tx, output) = tokio::sync::mpsc::unbounded_channel();
             let reader = master.clone();
@@ -124,10 +126,11 @@ pub fn launch_with(
                     let _ = tx.send(chunk);
                 }
             });
-            (Some(Terminal { master, output }), task)
+            (Some(Terminal { master, output }), None, task)
         }
         None => {
             let stderr = child.stderr.take();
+            let (tx, output) = tokio::sync::mpsc::unbounded_channel();
             let task = tokio::spawn(async move {
                 let Some(mut stderr) = stderr else { return };
                 let mut buf = [0u8; 4096];
@@ -136,15 +139,17 @@ pub fn launch_with(
                         break;
                     }
                     keep(&buf[..n]);
+                    let _ = tx.send(buf[..n].to_vec());
                 }
             });
-            (None, task)
+            (None, Some(output), task)
         }
     };
     Ok(Launched {
         stdin: child.stdin.take(),
         stdout: child.stdout.take(),
         terminal,
+        stderr: stderr_output,
         child,
         pgid,
         stderr_tail,

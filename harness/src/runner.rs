@@ -248,6 +248,11 @@ async fn run_case_inner(
             return Ok(record);
         }
     }
+    if let Err(reason) = crate::client_spec::write_files(&client.wire.files, &expansion) {
+        record.end = RunEnd::HarnessError { reason };
+        record.transcript = rec.snapshot();
+        return Ok(record);
+    }
     let mut launched = match launch::launch_with(&argv, &env, &workspace, client.wire.tty) {
         Ok(l) => l,
         Err(err) => {
@@ -275,6 +280,7 @@ async fn run_case_inner(
     let mut readers = Vec::new();
     let end = match client.control {
         ControlMode::Adapter => {
+            drop(launched.stderr.take()); // an adapter's stderr is only kept in the tail
             let (Some(stdin), Some(stdout)) = (launched.stdin.take(), launched.stdout.take())
             else {
                 anyhow::bail!("client stdio was not captured");
@@ -324,7 +330,12 @@ async fn run_case_inner(
                 Some(t) => (Some(t.master), Some(t.output)),
                 None => (None, None),
             };
-            let obs = Observer::start(client, stdout, output, rec.clone());
+            let streams = crate::observe::Streams {
+                stdout,
+                stderr: launched.stderr.take(),
+                terminal: output,
+            };
+            let obs = Observer::start(client, streams, rec.clone(), &root);
             let mut user = WireOnlyUser {
                 pid: launched.pgid,
                 rec: rec.clone(),
@@ -393,7 +404,11 @@ async fn run_case_inner(
     // Descendants that left the client's process group die too (sweep.rs).
     crate::sweep::kill_marked(&crate::sweep::case_marker(&workspace));
     if let Some(obs) = observer.take() {
-        obs.finish(&exit, Duration::from_millis(500)).await;
+        if let Some(reason) = obs.finish(&exit, Duration::from_millis(500)).await {
+            record.end = RunEnd::AdapterError {
+                reason: format!("the profile's observer failed: {reason}"),
+            };
+        }
     }
     rec.note(json!({"type":"client_exited","status":exit.describe()}));
     drop(keep_alive);

@@ -286,7 +286,9 @@ pub enum Control<'a> {
         request_id: &'a Value,
         tool_call_id: Option<&'a str>,
         subject: &'a str,
-        options: Vec<PresentedOption<'a>>,
+        /// The card's buttons; `None` when they were not seen (an observed card: the schema
+        /// lets only observed events leave `options` out).
+        options: Option<Vec<PresentedOption<'a>>>,
     },
     ApprovalResolved {
         session_id: &'a str,
@@ -357,19 +359,20 @@ fn parse_control(json: &Value) -> Control<'_> {
             })
         })(),
         Some("approval") => (|| {
-            // An observer may see the card's subject but not its buttons: no `options` then.
             let options = match json.get("options") {
-                None if json.get("observed").is_some() => Vec::new(),
-                other => other?
-                    .as_array()?
-                    .iter()
-                    .map(|o| {
-                        Some(PresentedOption {
-                            option_id: o.get("optionId")?.as_str()?,
-                            label: o.get("label").and_then(Value::as_str).unwrap_or(""),
+                None => None,
+                Some(options) => Some(
+                    options
+                        .as_array()?
+                        .iter()
+                        .map(|o| {
+                            Some(PresentedOption {
+                                option_id: o.get("optionId")?.as_str()?,
+                                label: o.get("label").and_then(Value::as_str).unwrap_or(""),
+                            })
                         })
-                    })
-                    .collect::<Option<Vec<_>>>()?,
+                        .collect::<Option<Vec<_>>>()?,
+                ),
             };
             Some(Control::Approval {
                 session_id: s("sessionId")?,
@@ -1795,7 +1798,7 @@ mod tests {
         );
         assert!(matches!(
             m.control_at(approval).map(|c| &c.control),
-            Some(Control::Approval { options, .. }) if options.len() == 2
+            Some(Control::Approval { options: Some(options), .. }) if options.len() == 2
         ));
     }
 

@@ -187,7 +187,9 @@ const FRAME_CHARS: usize = 300;
 ///
 /// * `RunEnd::NotApplicable` → every trial `not_applicable` with the reason;
 ///   `RunEnd::HarnessError` → every trial `error` (never the client's fault);
-///   `RunEnd::AdapterError` → every trial `error`, blaming the client's adapter.
+///   `RunEnd::AdapterError` → every trial `error`, blaming the client's adapter; for a client
+///   without an adapter (its profile's observer failed) only the checks that need the control
+///   plane are `error`, the wire checks are graded as usual.
 /// * A check that needs the control plane on a client without an adapter → `not_applicable`
 ///   ("client has no control-plane adapter"); this stays so whatever the run's end, since no run
 ///   could make it applicable.
@@ -206,6 +208,17 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
                 RunEnd::HarnessError { reason } => Finding::new(
                     Grade::Error,
                     format!("harness error (not the client's fault): {reason}"),
+                    Vec::new(),
+                ),
+                // A wire-only client's observer failed: the wire is still the client's own.
+                RunEnd::AdapterError { .. }
+                    if !record.control_plane && !check.needs_control_plane() =>
+                {
+                    check.evaluate_with(record, &model)
+                }
+                RunEnd::AdapterError { reason } if !record.control_plane => Finding::new(
+                    Grade::Error,
+                    format!("the case cannot be judged from observed events: {reason}"),
                     Vec::new(),
                 ),
                 RunEnd::AdapterError { reason } => Finding::new(

@@ -65,15 +65,7 @@ impl Check for OfferedOptions {
         for request in &model.permissions {
             check_answers(case, model, request, &duplicates, &mut problems);
             for &approval in &request.approvals {
-                // An observer's card counts only when it saw the buttons too.
-                let presents = case.control_plane
-                    || model
-                        .entry(approval)
-                        .and_then(|e| e.json.as_ref())
-                        .is_some_and(|j| j.get("options").is_some());
-                if presents {
-                    check_presented(model, request, approval, &mut problems);
-                }
+                check_presented(model, request, approval, &mut problems);
             }
             if case.control_plane {
                 for &choose in &request.chooses {
@@ -150,7 +142,11 @@ fn check_presented(
     approval: usize,
     problems: &mut Problems,
 ) {
-    let Some(Control::Approval { options, .. }) = model.control_at(approval).map(|c| &c.control)
+    // An observer's card without its buttons (`options` absent) presents nothing to compare.
+    let Some(Control::Approval {
+        options: Some(options),
+        ..
+    }) = model.control_at(approval).map(|c| &c.control)
     else {
         return;
     };

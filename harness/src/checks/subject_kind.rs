@@ -19,6 +19,9 @@
 //!   when the run completed or the client answered it anyway;
 //! * if no card was shown at all (every request answered by the client's policy), nothing was
 //!   compared and the check is `not_applicable`.
+//! * without an adapter, a request the observer saw no card for is not compared (the client may
+//!   have shown it in a way the profile's rules do not match); with no card observed at all the
+//!   check is `not_applicable`: "the observer reported no approval for request #N".
 //!
 //! Without an adapter, the cards may come from the client profile's observer (`approval` events
 //! in direction `o2h`, e.g. acpx's `_meta.acpx.permissionEscalation.toolKind`); they are graded
@@ -57,8 +60,15 @@ impl Check for SubjectKind {
         }
         let mut problems = Problems::new();
         let mut shown = 0;
+        // Without an adapter the cards are observed: a card the observer did not see may still
+        // have been shown (a rule that matched nothing), so it proves no bug.
+        let mut unobserved = Vec::new();
         for request in &model.permissions {
             if matches!(request.fault, Some("invalid" | "raw")) {
+                continue;
+            }
+            if request.approvals.is_empty() && !case.control_plane {
+                unobserved.push(format!("#{}", request.index));
                 continue;
             }
             if request.approvals.is_empty() {
@@ -72,6 +82,12 @@ impl Check for SubjectKind {
             }
         }
         let finding = problems.finish("");
+        if shown == 0 && finding.grade == Grade::Pass && !unobserved.is_empty() {
+            return Finding::not_applicable(format!(
+                "the observer reported no approval for request {}",
+                unobserved.join(", ")
+            ));
+        }
         if shown == 0 && finding.grade == Grade::Pass {
             // Nothing was compared: passing would claim more than the run showed.
             return Finding::not_applicable(

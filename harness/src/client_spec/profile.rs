@@ -44,9 +44,12 @@ pub(super) struct ProfileFile {
     pub cancel: Option<CancelFile>,
     #[serde(default)]
     pub choose: Vec<ChooseInput>,
-    /// Name of the observer (harness/src/observe/) that reads what the client exposes.
+    /// What reads what the client exposes: data rules or an outside program.
     #[serde(default)]
-    pub observer: Option<String>,
+    pub observer: Option<super::ObserverSpec>,
+    /// Files written before the client starts (path template → content template).
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
     /// argv that prints the client's version (may use `{program}`).
     #[serde(default)]
     pub version_command: Option<Vec<String>>,
@@ -165,10 +168,25 @@ impl ChooseInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Install {
-    /// npm package spec, e.g. `acpx@0.19.1`.
-    pub npm: String,
-    /// The program inside the install prefix, e.g. `node_modules/.bin/acpx`.
+    /// npm package spec, e.g. `acpx@0.19.1` (installed with `npm install --prefix`).
+    #[serde(default)]
+    pub npm: Option<String>,
+    /// PyPI requirement, e.g. `chuk-acp==0.3.2` (installed into a venv made by
+    /// `python3 -m venv`).
+    #[serde(default)]
+    pub pypi: Option<String>,
+    /// The program inside the install prefix, e.g. `node_modules/.bin/acpx` or `bin/chuk-acp`.
     pub bin: String,
+}
+
+impl Install {
+    /// The package spec, which also names its install prefix in the cache.
+    pub fn package(&self) -> &str {
+        self.npm
+            .as_deref()
+            .or(self.pypi.as_deref())
+            .unwrap_or_default()
+    }
 }
 
 const OPTION_KINDS: [&str; 4] = ["allow_once", "allow_always", "reject_once", "reject_always"];
@@ -275,17 +293,63 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
             );
         }
     }
-    if let Some(name) = &file.observer {
-        if !crate::observe::known(name) {
-            bail!(
-                "{at}: unknown observer {name:?} (known: {})",
-                crate::observe::NAMES.join(", ")
-            );
+    if let Some(observer) = &file.observer {
+        validate_observer(observer, file, path)?;
+    }
+    super::files::validate(&file.files).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+    if let Some(install) = &file.install {
+        if install.npm.is_some() == install.pypi.is_some() {
+            bail!("{at}: [install] needs exactly one of `npm` and `pypi`");
         }
     }
     if let Some(cmd) = &file.version_command {
         if cmd.is_empty() {
             bail!("{at}: version_command must not be empty");
+        }
+    }
+    Ok(())
+}
+
+/// `[observer]`: exactly one of rules and a command; the rules compile.
+fn validate_observer(
+    observer: &super::ObserverSpec,
+    file: &ProfileFile,
+    path: &Path,
+) -> Result<()> {
+    let at = path.display();
+    match (&observer.command, observer.rules.is_empty()) {
+        (Some(_), false) => {
+            bail!("{at}: [observer] has both `command` and [[observer.rule]]: give one")
+        }
+        (None, true) => bail!("{at}: [observer] needs [[observer.rule]] entries or a `command`"),
+        (Some(argv), true) => {
+            if argv.is_empty() {
+                bail!("{at}: [observer] `command` must not be empty");
+            }
+            if observer.reports.is_empty() {
+                bail!(
+                    "{at}: [observer] `command` needs `reports`: the event types the program can report"
+                );
+            }
+            if let Some(bad) = observer
+                .reports
+                .iter()
+                .find(|r| !crate::observe::rules::EVENT_TYPES.contains(&r.as_str()))
+            {
+                bail!(
+                    "{at}: [observer] `reports`: unknown event {bad:?} (one of {})",
+                    crate::observe::rules::EVENT_TYPES.join(", ")
+                );
+            }
+        }
+        (None, false) => {
+            if !observer.reports.is_empty() {
+                bail!(
+                    "{at}: [observer] `reports` is for `command`; rules report the events they make"
+                );
+            }
+            crate::observe::compile(observer, !file.choose.is_empty(), file.tty)
+                .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
         }
     }
     Ok(())

@@ -1,20 +1,28 @@
-//! Observers: what a client without an adapter exposes itself (its stdout, its terminal, its exit
-//! status), turned into the control events an adapter would have reported.
+//! Observers: what a client without an adapter exposes itself (its stdout and stderr, its
+//! terminal, its exit status), turned into the control events an adapter would have reported.
 //!
-//! A client profile names its observer (`observer = "acpx"`); each observer is one module with
-//! the [`Rules`] for one client. The host here feeds the rules, records every event they derive
-//! in the transcript in direction `o2h` ("observer → harness") with an `observed` field that
-//! names the evidence, so reports and failure messages show that the event was observed and not
-//! reported by an adapter. The checks then read these events like any adapter's: an observer is
-//! never a special case in a check. The transcript starts with a note
-//! `{"type":"observer","name":…,"reports":[…]}` that says which event types this observer can
-//! report; a check graded from observed events needs all of its events there
-//! (`Check::observable_with`).
+//! A client profile describes its observer as data (`[[observer.rule]]`, [`rules`]) or names an
+//! outside program that does the work (`observer.command`, [`program`]); the harness has no
+//! client-specific code. The host here feeds the observer, validates every event it derives
+//! against control-v1.schema.json like an adapter's, and records it in the transcript in
+//! direction `o2h` ("observer → harness") with its `observed` object naming the evidence, so
+//! reports and failure messages show that the event was observed and not reported by an adapter.
+//! The checks then read these events like any adapter's: an observer is never a special case in
+//! a check. The transcript starts with a note `{"type":"observer","name":…,"reports":[…]}` that
+//! says which event types this observer can report; a check graded from observed events needs
+//! all of its events there (`Check::observable_with`).
 //!
-//! Whatever the profile, the host always drains the client's stdout, so a chatty client never
-//! blocks on a full pipe.
+//! An observer that fails (a program that crashes, hangs or prints what the schema refuses, or
+//! rules that make an invalid event) is noted (`observer_error`) and ends the case as
+//! `adapter_error` with the reason ([`Observer::finish`]).
+//!
+//! Whatever the profile, the host always drains the client's stdout and stderr, so a chatty
+//! client never blocks on a full pipe.
 
-mod acpx;
+mod program;
+pub mod rules;
+mod template;
+mod wire;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -26,16 +34,11 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::client_spec::ClientSpec;
+use crate::control::validate_control;
 use crate::launch::ExitInfo;
 use crate::wire_model::id_key;
 
-/// Observer names a profile may use.
-pub const NAMES: &[&str] = &[acpx::NAME];
-
-/// True if `name` is an observer this harness has.
-pub fn known(name: &str) -> bool {
-    NAMES.contains(&name)
-}
+pub use rules::compile;
 
 /// Longest stdout line an observer looks at; longer lines are skipped (and drained).
 const MAX_LINE: usize = 16 << 20;
@@ -49,40 +52,22 @@ pub enum UserAct {
     Cancelled,
 }
 
-/// One client's observation rules: each call returns the control events (CONTROL.md shapes,
-/// each with an `observed` object naming its evidence) the new evidence proves.
-pub trait Rules: Send {
-    /// Event `type`s this observer can report (the `observer` note's `reports`).
-    fn reports(&self) -> &'static [&'static str];
-    /// Where the evidence comes from, in words (the `observer` note's `from`).
-    fn sources(&self) -> &'static str;
-    /// One line the client printed on stdout (without the newline).
-    fn stdout_line(&mut self, line: &str) -> Vec<Value>;
-    /// Text the client wrote to its terminal (`tty = true` profiles), in chunks as they come.
-    fn terminal(&mut self, _text: &str) -> Vec<Value> {
-        Vec::new()
-    }
-    /// The client exited.
-    fn exited(&mut self, _exit: &ExitInfo) -> Vec<Value> {
-        Vec::new()
-    }
-    /// The user acted (the wire-only user tells the observer before it acts).
-    fn user(&mut self, _act: UserAct) {}
-}
-
-/// The rules for a profile's observer name.
-fn rules_for(spec: &ClientSpec) -> Option<Box<dyn Rules>> {
-    match spec.wire.observer.as_deref() {
-        Some(acpx::NAME) => Some(Box::new(acpx::Acpx::new(spec.wire.choose.clone()))),
-        _ => None,
-    }
+/// The observer a profile describes.
+enum Backend {
+    Rules(rules::DataRules),
+    Program(program::Program),
 }
 
 struct Shared {
-    rules: Mutex<Option<Box<dyn Rules>>>,
+    backend: Mutex<Option<Backend>>,
+    name: String,
     rec: Recorder,
     /// Cards observed so far.
     cards: watch::Sender<Cards>,
+    /// The first way the observer failed.
+    error: Mutex<Option<String>>,
+    /// ACP frames already passed to an observer program.
+    wire_sent: Mutex<usize>,
 }
 
 /// Request ids (as [`id_key`]) of permission requests with an observed approval card.
@@ -94,34 +79,128 @@ struct Cards {
     open: Vec<String>,
 }
 
+/// What the client showed, for the observer.
+enum Shown<'a> {
+    Stdout(&'a str),
+    Stderr(&'a str),
+    Terminal(&'a str),
+}
+
 impl Shared {
-    /// Runs `f` on the rules and records what it returns.
-    fn feed(&self, f: impl FnOnce(&mut dyn Rules) -> Vec<Value>) {
+    /// Passes what the client showed to the observer and records the events it derives.
+    fn feed(&self, shown: Shown<'_>) {
         let events = {
-            let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
-            match rules.as_mut() {
-                Some(r) => f(r.as_mut()),
+            let mut backend = self.backend.lock().unwrap_or_else(|e| e.into_inner());
+            match backend.as_mut() {
                 None => return,
+                Some(Backend::Rules(r)) => {
+                    r.wire.refresh(&self.rec, |_| {});
+                    match shown {
+                        Shown::Stdout(line) => r.stdout_line(line),
+                        Shown::Stderr(line) => r.stderr_line(line),
+                        Shown::Terminal(text) => r.terminal(text),
+                    }
+                }
+                Some(Backend::Program(p)) => {
+                    self.send_wire(p);
+                    match shown {
+                        Shown::Stdout(line) => p.send("stdout", line, json!({})),
+                        Shown::Stderr(line) => p.send("stderr", line, json!({})),
+                        Shown::Terminal(text) => {
+                            p.send("terminal", &rules::strip_escapes(text), json!({}))
+                        }
+                    }
+                    return; // its events arrive on its stdout
+                }
             }
         };
         for event in events {
-            self.rec.record(
-                0,
-                Direction::ObserverToHarness,
-                event.to_string().as_bytes(),
-            );
-            let key = event.get("requestId").map(id_key);
-            match (event.get("type").and_then(Value::as_str), key) {
-                (Some("approval"), Some(key)) => self.cards.send_modify(|c| {
-                    c.shown.push(key.clone());
-                    c.open.push(key);
-                }),
-                (Some("approval_resolved"), Some(key)) => {
-                    self.cards.send_modify(|c| c.open.retain(|k| *k != key))
-                }
-                _ => {}
-            }
+            self.event(event);
         }
+    }
+
+    /// Passes the ACP frames relayed since the last call to an observer program.
+    fn send_wire(&self, program: &program::Program) {
+        let mut sent = self.wire_sent.lock().unwrap_or_else(|e| e.into_inner());
+        let mut frames = Vec::new();
+        *sent = self.rec.visit_from(*sent, |e| {
+            if e.direction.is_wire() {
+                let dir = if e.direction == Direction::ClientToAgent {
+                    "c2a"
+                } else {
+                    "a2c"
+                };
+                frames.push((dir, e.raw.clone()));
+            }
+        });
+        for (dir, raw) in frames {
+            program.send("acp", &raw, json!({"dir": dir}));
+        }
+    }
+
+    /// One line an observer program printed.
+    fn program_line(&self, line: Result<&[u8], String>) {
+        let event = line.and_then(|bytes| {
+            serde_json::from_slice::<Value>(bytes).map_err(|e| {
+                format!(
+                    "the observer printed a line that is not JSON ({e}): {}",
+                    String::from_utf8_lossy(bytes)
+                )
+            })
+        });
+        match event {
+            Ok(mut event) => {
+                if let Some(obj) = event.as_object_mut() {
+                    obj.entry("observed").or_insert_with(|| {
+                        json!({"by": self.name, "from": "observer.command", "evidence": "printed by the observer"})
+                    });
+                }
+                self.event(event);
+            }
+            Err(reason) => self.fail(reason),
+        }
+    }
+
+    /// Validates an observed event, records it and updates the cards.
+    fn event(&self, event: Value) {
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !rules::EVENT_TYPES.contains(&kind) {
+            return self.fail(format!(
+                "the observer reported {event}, which is not an observed event (one of {})",
+                rules::EVENT_TYPES.join(", ")
+            ));
+        }
+        if let Err(e) = validate_control(&event) {
+            return self.fail(format!(
+                "the observer reported an invalid event {event}: {e}"
+            ));
+        }
+        self.rec.record(
+            0,
+            Direction::ObserverToHarness,
+            event.to_string().as_bytes(),
+        );
+        let key = event.get("requestId").map(id_key);
+        match (kind, key) {
+            ("approval", Some(key)) => self.cards.send_modify(|c| {
+                c.shown.push(key.clone());
+                c.open.push(key);
+            }),
+            ("approval_resolved", Some(key)) => {
+                self.cards.send_modify(|c| c.open.retain(|k| *k != key))
+            }
+            _ => {}
+        }
+    }
+
+    fn fail(&self, reason: String) {
+        self.rec
+            .note(json!({"type": "observer_error", "reason": reason}));
+        let mut error = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        error.get_or_insert(reason);
     }
 }
 
@@ -135,7 +214,7 @@ impl ObserverHandle {
     /// True if the profile has an observer.
     pub fn active(&self) -> bool {
         self.shared
-            .rules
+            .backend
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .is_some()
@@ -182,9 +261,21 @@ impl ObserverHandle {
 
     /// Tells the rules what the user is about to do.
     pub fn user(&self, act: UserAct) {
-        let mut rules = self.shared.rules.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(r) = rules.as_mut() {
-            r.user(act);
+        let mut backend = self
+            .shared
+            .backend
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match backend.as_mut() {
+            Some(Backend::Rules(r)) => r.user(act),
+            Some(Backend::Program(p)) => {
+                let text = match act {
+                    UserAct::Chose => "chose",
+                    UserAct::Cancelled => "cancelled",
+                };
+                p.send("user", text, json!({}));
+            }
+            None => {}
         }
     }
 }
@@ -195,38 +286,88 @@ pub struct Observer {
     tasks: Vec<JoinHandle<()>>,
 }
 
+/// What the client exposes, for [`Observer::start`].
+pub struct Streams {
+    pub stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
+    /// stderr in chunks (`tty = false`).
+    pub stderr: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
+    /// The terminal's output in chunks (`tty = true`).
+    pub terminal: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
+}
+
 impl Observer {
-    /// Starts reading the client's stdout and (for `tty` profiles) its terminal. Records the
-    /// `observer` note when the profile has an observer.
+    /// Starts reading the client's streams and, for `observer.command`, the program (in
+    /// `cwd`). Records the `observer` note when the profile has an observer. A program that
+    /// cannot start is the observer's failure, reported by [`Self::finish`].
     pub fn start(
         spec: &ClientSpec,
-        stdout: Option<Box<dyn AsyncRead + Send + Unpin>>,
-        terminal: Option<mpsc::UnboundedReceiver<Vec<u8>>>,
+        streams: Streams,
         rec: Recorder,
+        cwd: &std::path::Path,
     ) -> Self {
-        let rules = rules_for(spec);
-        if let Some(r) = &rules {
-            rec.note(json!({
-                "type": "observer",
-                "name": spec.wire.observer,
-                "reports": r.reports(),
-                "from": r.sources(),
-            }));
-        }
         let (cards, _) = watch::channel(Cards::default());
+        let observer = spec.wire.observer.as_ref();
+        let name = observer
+            .and_then(|o| o.name.clone())
+            .unwrap_or_else(|| spec.name.clone());
         let shared = Arc::new(Shared {
-            rules: Mutex::new(rules),
-            rec,
+            backend: Mutex::new(None),
+            name: name.clone(),
+            rec: rec.clone(),
             cards,
+            error: Mutex::new(None),
+            wire_sent: Mutex::new(0),
         });
+        let backend = match observer {
+            None => None,
+            Some(o) => match &o.command {
+                Some(argv) => {
+                    rec.note(json!({
+                        "type": "observer", "name": name, "reports": o.reports,
+                        "from": format!("observer.command {argv:?}"),
+                    }));
+                    let weak = Arc::downgrade(&shared);
+                    let started = program::Program::start(argv, cwd, move |line| {
+                        if let Some(shared) = weak.upgrade() {
+                            shared.program_line(line);
+                        }
+                    });
+                    match started {
+                        Ok(p) => Some(Backend::Program(p)),
+                        Err(reason) => {
+                            shared.fail(reason);
+                            None
+                        }
+                    }
+                }
+                None => match compile(o, !spec.wire.choose.is_empty(), spec.wire.tty) {
+                    Ok(compiled) => {
+                        let rules =
+                            rules::DataRules::new(name.clone(), compiled, spec.wire.choose.clone());
+                        rec.note(json!({
+                            "type": "observer", "name": name, "reports": rules.reports(),
+                            "from": rules.sources(),
+                        }));
+                        Some(Backend::Rules(rules))
+                    }
+                    // Checked when the profile was read; a profile built in code may still be wrong.
+                    Err(reason) => {
+                        shared.fail(format!("the profile's observer rules: {reason}"));
+                        None
+                    }
+                },
+            },
+        };
+        *shared.backend.lock().unwrap_or_else(|e| e.into_inner()) = backend;
         let mut tasks = Vec::new();
-        if let Some(stdout) = stdout {
-            let shared = Arc::clone(&shared);
-            tasks.push(tokio::spawn(read_lines(stdout, shared)));
+        if let Some(stdout) = streams.stdout {
+            tasks.push(tokio::spawn(read_lines(stdout, Arc::clone(&shared))));
         }
-        if let Some(terminal) = terminal {
-            let shared = Arc::clone(&shared);
-            tasks.push(tokio::spawn(read_terminal(terminal, shared)));
+        if let Some(stderr) = streams.stderr {
+            tasks.push(tokio::spawn(read_stderr(stderr, Arc::clone(&shared))));
+        }
+        if let Some(terminal) = streams.terminal {
+            tasks.push(tokio::spawn(read_terminal(terminal, Arc::clone(&shared))));
         }
         Observer { shared, tasks }
     }
@@ -237,19 +378,48 @@ impl Observer {
         }
     }
 
-    /// Lets the readers reach the end of the client's output (bounded by `grace`), then tells
-    /// the rules how the client exited.
-    pub async fn finish(mut self, exit: &ExitInfo, grace: Duration) {
+    /// Lets the readers reach the end of the client's output (bounded by `grace`), tells the
+    /// observer how the client exited and waits for its last events. Returns why the observer
+    /// failed, if it did: the case is then an `adapter_error`.
+    pub async fn finish(mut self, exit: &ExitInfo, grace: Duration) -> Option<String> {
         for task in &mut self.tasks {
             if tokio::time::timeout(grace, &mut *task).await.is_err() {
                 task.abort();
             }
         }
-        self.shared.feed(|r| r.exited(exit));
+        let backend = self
+            .shared
+            .backend
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        match backend {
+            Some(Backend::Rules(mut r)) => {
+                r.wire.refresh(&self.shared.rec, |_| {});
+                for event in r.exited(exit) {
+                    self.shared.event(event);
+                }
+                for note in r.unmatched() {
+                    self.shared.rec.note(note);
+                }
+            }
+            Some(Backend::Program(p)) => {
+                self.shared.send_wire(&p);
+                if let Err(reason) = p.finish(exit, grace.max(Duration::from_secs(2))).await {
+                    self.shared.fail(reason);
+                }
+            }
+            None => {}
+        }
+        self.shared
+            .error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
-/// Feeds stdout to the rules line by line until EOF.
+/// Feeds stdout to the observer line by line until EOF.
 async fn read_lines(stdout: Box<dyn AsyncRead + Send + Unpin>, shared: Arc<Shared>) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
@@ -270,8 +440,7 @@ async fn read_lines(stdout: Box<dyn AsyncRead + Send + Unpin>, shared: Arc<Share
             continue;
         }
         let text = String::from_utf8_lossy(&line);
-        let text = text.trim_end_matches(['\n', '\r']);
-        shared.feed(|r| r.stdout_line(text));
+        shared.feed(Shown::Stdout(text.trim_end_matches(['\n', '\r'])));
     }
 }
 
@@ -292,17 +461,30 @@ async fn skip_line(reader: &mut BufReader<Box<dyn AsyncRead + Send + Unpin>>) ->
     }
 }
 
-/// Feeds terminal output to the rules in chunks until the terminal ends.
-async fn read_terminal(mut terminal: mpsc::UnboundedReceiver<Vec<u8>>, shared: Arc<Shared>) {
-    while let Some(chunk) = terminal.recv().await {
-        let text = String::from_utf8_lossy(&chunk).into_owned();
-        shared.feed(|r| r.terminal(&text));
+/// Feeds stderr to the observer line by line (a last line without its newline at the end).
+async fn read_stderr(mut stderr: mpsc::UnboundedReceiver<Vec<u8>>, shared: Arc<Shared>) {
+    let mut pending: Vec<u8> = Vec::new();
+    while let Some(chunk) = stderr.recv().await {
+        pending.extend_from_slice(&chunk);
+        while let Some(pos) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=pos).collect();
+            let text = String::from_utf8_lossy(&line);
+            shared.feed(Shown::Stderr(text.trim_end_matches(['\n', '\r'])));
+        }
+        if pending.len() > MAX_LINE {
+            pending.clear();
+        }
+    }
+    if !pending.is_empty() {
+        shared.feed(Shown::Stderr(&String::from_utf8_lossy(&pending)));
     }
 }
 
-/// The `observed` object every derived event carries.
-fn observed(by: &str, from: &str, evidence: impl Into<String>) -> Value {
-    json!({"by": by, "from": from, "evidence": evidence.into()})
+/// Feeds terminal output to the observer in chunks until the terminal ends.
+async fn read_terminal(mut terminal: mpsc::UnboundedReceiver<Vec<u8>>, shared: Arc<Shared>) {
+    while let Some(chunk) = terminal.recv().await {
+        shared.feed(Shown::Terminal(&String::from_utf8_lossy(&chunk)));
+    }
 }
 
 #[cfg(test)]
@@ -310,6 +492,10 @@ mod tests {
     use super::*;
     use crate::checks::testkit::{Case, SID, opts3};
     use crate::checks::{Grade, Trial, grade_case};
+
+    fn observed(by: &str, from: &str, evidence: &str) -> Value {
+        json!({"by": by, "from": from, "evidence": evidence})
+    }
 
     fn observe(c: &Case, v: Value) -> usize {
         c.rec
@@ -365,6 +551,24 @@ mod tests {
         assert_eq!(t.grade, Grade::NotApplicable);
         assert!(
             t.message.contains("observer does not report \"item\""),
+            "{}",
+            t.message
+        );
+    }
+
+    #[test]
+    fn an_observer_that_saw_no_card_makes_subject_kind_not_applicable() {
+        let c = Case::wire_only();
+        observer_note(&c, &["approval", "approval_resolved", "turn"]);
+        run(&c);
+        c.select(json!(0), "reject");
+        c.prompt_result("end_turn");
+        let trials = grade_case(&c.record());
+        let t = trial(&trials, "subject-kind");
+        assert_eq!(t.grade, Grade::NotApplicable, "{}", t.message);
+        assert!(
+            t.message
+                .starts_with("the observer reported no approval for request #"),
             "{}",
             t.message
         );

@@ -1,0 +1,91 @@
+//! chuk-acp 0.3.2 (PyPI `chuk-acp`), a second real ACP client without an adapter, under the
+//! whole suite. Its profile (clients/chuk-acp/chuk-acp.toml) lays down the agent config file with
+//! `[files]` and observes the turn's end with data rules; chuk-acp-program.toml observes it with
+//! an outside program (clients/chuk-acp/observer.py).
+//!
+//! Where chuk-acp comes from: `$CHUK_ACP` if set; else installed from `[install]` into a venv in
+//! the cache (real_client/mod.rs). Without python3 the tests skip and say so; with
+//! `ACP_HARNESS_REQUIRE=chuk-acp` (set by .ci/run) they fail instead.
+
+mod real_client;
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use acp_harness::checks::Grade;
+use acp_harness::record::RunEnd;
+use real_client::{grade, run_one};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn profile(name: &str) -> PathBuf {
+    real_client::workspace().join("clients/chuk-acp").join(name)
+}
+
+fn chuk_acp() -> Option<PathBuf> {
+    real_client::program("chuk-acp", &profile("chuk-acp.toml"), "CHUK_ACP")
+}
+
+/// Every failure of the suite is in clients/chuk-acp/baseline.toml and every entry still fails.
+#[test]
+fn chuk_acp_passes_the_suite_with_its_baseline() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(program) = chuk_acp() else { return };
+    let spec = real_client::client(&profile("chuk-acp.toml"), &program);
+    let version = real_client::version(&spec, "0.3.2");
+    let (results, failing) = real_client::suite_with_baseline(&spec, &profile("baseline.toml"));
+    assert!(
+        failing.is_empty(),
+        "{} trial(s) fail against chuk-acp {version} beyond clients/chuk-acp/baseline.toml:\n\n{}",
+        failing.len(),
+        failing.join("\n\n")
+    );
+    // The observer graded turns: a completed one passes where the suite reads it.
+    let observed = results.iter().any(|r| {
+        r.record.transcript.iter().any(|e| {
+            e.direction == acp_fake_agents::transcript::Direction::ObserverToHarness
+                && e.raw.contains("[Stop reason: end_turn]")
+        })
+    });
+    assert!(observed, "no observed [Stop reason: …] in the whole suite");
+}
+
+/// The two findings of clients/README.md, read from one case each, under both observers.
+#[test]
+fn chuk_acp_keeps_its_known_bugs() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(program) = chuk_acp() else { return };
+    for name in ["chuk-acp.toml", "chuk-acp-program.toml"] {
+        let spec = real_client::client(&profile(name), &program);
+        // SIGINT: no session/cancel, the turn is shown cancelled, exit 130.
+        let r = run_one(&spec, "opencode@1.18/cancel-mid-stream");
+        let (g, m) = grade(&r, "cancel-stop");
+        assert_eq!(*g, Grade::Fail, "{name}: {m}");
+        assert!(m.contains("never sent session/cancel"), "{name}: {m}");
+        let shown = r.record.transcript.iter().any(|e| {
+            e.direction == acp_fake_agents::transcript::Direction::ObserverToHarness
+                && e.raw.contains("\"state\":\"cancelled\"")
+        });
+        assert!(shown, "{name}: the cancelled turn was not observed");
+        assert!(
+            matches!(
+                r.record.end,
+                RunEnd::Crash {
+                    exit_code: Some(130),
+                    ..
+                }
+            ),
+            "{name}: {:?}",
+            r.record.end
+        );
+        // A permission request is never answered.
+        let r = run_one(&spec, "opencode@1.18/external-directory-write");
+        match &r.record.end {
+            RunEnd::Incomplete { reason, .. } => assert!(
+                reason.contains("client sent no answer to request `perm`"),
+                "{name}: {reason}"
+            ),
+            other => panic!("{name}: expected an incomplete run, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! Shared by the tests of real clients without an adapter (acpx.rs, chuk_acp.rs): finding or
+//! installing the client named by a profile's `[install]`, and running cases against it.
+//!
+//! Where a client comes from: `$<ENV>` if set; else `<cache>/<package>/<bin>` (cache:
+//! `$ACP_HARNESS_CACHE`, else `$XDG_CACHE_HOME/acp-harness`, else `~/.cache/acp-harness`),
+//! installed there when missing (npm: `npm install --prefix`; PyPI: `python3 -m venv` and its
+//! pip). Without the installer the tests skip and say so; with the client's name in
+//! `ACP_HARNESS_REQUIRE` (set by .ci/run) they fail instead.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use acp_harness::baseline::Baseline;
+use acp_harness::checks::{Grade, all_checks};
+use acp_harness::client_spec::ClientSpec;
+use acp_harness::output::is_failing;
+use acp_harness::runner::{self, CaseResult, RunConfig};
+use acp_harness::suite;
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+fn required(name: &str) -> bool {
+    std::env::var("ACP_HARNESS_REQUIRE").is_ok_and(|v| v.split(',').any(|s| s.trim() == name))
+}
+
+fn cache_dir() -> Option<PathBuf> {
+    let var = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("ACP_HARNESS_CACHE")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("acp-harness")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache/acp-harness")))
+}
+
+/// True if `program --version` runs.
+fn runs(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs an install step, bounded.
+fn install_step(mut cmd: tokio::process::Command, what: &str) -> Result<(), String> {
+    cmd.kill_on_drop(true);
+    let status = runtime()
+        .block_on(async { tokio::time::timeout(Duration::from_secs(600), cmd.status()).await })
+        .map_err(|_| format!("{what} did not finish within 10 minutes"))?
+        .map_err(|e| format!("cannot run {what}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed ({status})"))
+    }
+}
+
+/// Finds or installs the client of `profile`. `Ok(None)`: skip (no installer); `Err`: it
+/// should have worked.
+fn locate(profile: &Path, env: &str) -> Result<Option<PathBuf>, String> {
+    if let Some(path) = std::env::var_os(env).filter(|v| !v.is_empty()) {
+        let path = PathBuf::from(path);
+        return if path.exists() {
+            Ok(Some(path))
+        } else {
+            Err(format!("{env}={} does not exist", path.display()))
+        };
+    }
+    let spec =
+        ClientSpec::from_profile_with_program(profile, "client").map_err(|e| format!("{e:#}"))?;
+    let install = spec
+        .wire
+        .install
+        .ok_or_else(|| format!("{} has no [install]", profile.display()))?;
+    let cache = cache_dir().ok_or("no cache directory: set ACP_HARNESS_CACHE or HOME")?;
+    let prefix = cache.join(install.package());
+    let program = prefix.join(&install.bin);
+    if program.exists() {
+        return Ok(Some(program));
+    }
+    eprintln!(
+        "installing {} into {} …",
+        install.package(),
+        prefix.display()
+    );
+    if let Some(npm_spec) = &install.npm {
+        if !runs("node") || !runs("npm") {
+            return Ok(None);
+        }
+        std::fs::create_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
+        let mut npm = tokio::process::Command::new("npm");
+        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&prefix)
+            .arg(npm_spec);
+        install_step(npm, &format!("npm install {npm_spec}"))?;
+    } else if let Some(requirement) = &install.pypi {
+        if !runs("python3") {
+            return Ok(None);
+        }
+        let mut venv = tokio::process::Command::new("python3");
+        venv.args(["-m", "venv"]).arg(&prefix);
+        install_step(venv, "python3 -m venv")?;
+        let mut pip = tokio::process::Command::new(prefix.join("bin/pip"));
+        pip.args([
+            "install",
+            "--disable-pip-version-check",
+            "--quiet",
+            requirement,
+        ]);
+        install_step(pip, &format!("pip install {requirement}"))?;
+    }
+    if !program.exists() {
+        return Err(format!(
+            "installing {} left no {}",
+            install.package(),
+            program.display()
+        ));
+    }
+    Ok(Some(program))
+}
+
+/// The client's program, or `None` after printing why the test is skipped. Panics when the
+/// client is required (`ACP_HARNESS_REQUIRE` names `name`) or should have been found.
+pub fn program(name: &str, profile: &Path, env: &str) -> Option<PathBuf> {
+    match locate(profile, env) {
+        Ok(Some(path)) => Some(path),
+        Ok(None) if required(name) => {
+            panic!("ACP_HARNESS_REQUIRE={name}, but there is no installer for {name} here")
+        }
+        Ok(None) => {
+            // Straight to stderr: libtest captures eprintln! of a passing test, and a skip must
+            // be seen.
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: {name} cannot be installed here (no node/npm or python3; or set {env} to \
+                 its program; ACP_HARNESS_REQUIRE={name} turns this skip into a failure)"
+            );
+            None
+        }
+        Err(e) => panic!("{name}: {e}"),
+    }
+}
+
+pub fn client(profile: &Path, program: &Path) -> ClientSpec {
+    ClientSpec::from_profile_with_program(profile, &program.to_string_lossy())
+        .unwrap_or_else(|e| panic!("{}: {e:#}", profile.display()))
+}
+
+pub fn config() -> RunConfig {
+    RunConfig::new(suite::scenarios_dir(None).expect("scenarios")).expect("run config")
+}
+
+pub fn run_one(client: &ClientSpec, case_id: &str) -> CaseResult {
+    let cfg = config();
+    let case = suite::find_case(&cfg.scenarios_dir, case_id).expect("case exists");
+    runtime().block_on(runner::run_case(&case, client, &cfg))
+}
+
+pub fn grade<'a>(result: &'a CaseResult, check: &str) -> (&'a Grade, &'a str) {
+    let t = result
+        .trials
+        .iter()
+        .find(|t| t.check == check)
+        .unwrap_or_else(|| panic!("no {check} trial"));
+    (&t.grade, &t.message)
+}
+
+/// The client's version (`version_command`), checked to start with `prefix`.
+pub fn version(spec: &ClientSpec, prefix: &str) -> String {
+    let version = runtime()
+        .block_on(spec.probe_version(Duration::from_secs(30)))
+        .and_then(|v| v["version"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("{}: no version", spec.name));
+    assert!(
+        version.contains(prefix),
+        "the profile describes {} {prefix}; the program is {version}",
+        spec.name
+    );
+    version
+}
+
+/// Runs the whole suite with `baseline` applied; returns the results and every trial that still
+/// fails (a failure not in the baseline, or a stale entry).
+pub fn suite_with_baseline(spec: &ClientSpec, baseline: &Path) -> (Vec<CaseResult>, Vec<String>) {
+    let cfg = config();
+    let cases = suite::load_cases(&cfg.scenarios_dir).expect("scenarios");
+    let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
+    let baseline = Baseline::load(baseline).expect("baseline");
+    let checks: Vec<&str> = all_checks().iter().map(|c| c.id()).collect();
+    baseline
+        .validate(&ids, &checks)
+        .expect("baseline ids exist");
+    let mut results = runtime().block_on(runner::run_cases(cases, spec, &cfg, |_| {}));
+    assert_eq!(results.len(), ids.len(), "every case ran");
+    baseline.apply(&mut results);
+    let failing = results
+        .iter()
+        .flat_map(|r| {
+            r.trials
+                .iter()
+                .filter(|t| is_failing(t.grade, false))
+                .map(move |t| {
+                    format!(
+                        "{}::{} [{}]\n{}",
+                        r.record.meta.case_id,
+                        t.check,
+                        t.grade.as_str(),
+                        t.message
+                    )
+                })
+        })
+        .collect();
+    (results, failing)
+}
