@@ -312,12 +312,12 @@ impl UserDriver for ControlPlane {
                 if !shown {
                     // The client answered by itself (CONTROL.md, `policy` in hello): there is
                     // no card to click, and the auto-approval check judges the answer.
-                    self.rec.note(json!({
-                        "type": "user_choose_skipped",
-                        "requestId": request_id,
-                        "optionId": option_id,
-                        "reason": "the client answered this request by itself (approval_resolved by policy) and showed no card",
-                    }));
+                    crate::wire_only::note_choose_skipped(
+                        &self.rec,
+                        &request_id,
+                        &option_id,
+                        "the client answered this request by itself (approval_resolved by policy) and showed no card",
+                    );
                     return Ok(());
                 }
                 let seq = self

@@ -155,6 +155,17 @@ impl UserDriver for WireOnlyUser {
     }
 }
 
+/// The harness did not click for this request: the client answers it by itself (the
+/// `auto-approval` check judges that answer).
+pub(crate) fn note_choose_skipped(rec: &Recorder, request_id: &Value, option_id: &str, why: &str) {
+    rec.note(json!({
+        "type": "user_choose_skipped",
+        "requestId": request_id,
+        "optionId": option_id,
+        "reason": why,
+    }));
+}
+
 impl WireOnlyUser {
     fn prompts(&self) -> bool {
         self.spec.wire.policy.as_ref().is_some_and(|p| p.prompts)
@@ -168,12 +179,12 @@ impl WireOnlyUser {
         timeout: Duration,
     ) -> Result<(), String> {
         if !self.prompts() {
-            self.rec.note(json!({
-                "type": "user_choose_skipped",
-                "requestId": request_id,
-                "optionId": option_id,
-                "reason": "client has no control plane; it answers by its own policy",
-            }));
+            note_choose_skipped(
+                &self.rec,
+                request_id,
+                option_id,
+                "client has no control plane; it answers by its own policy",
+            );
             return Ok(());
         }
         let Some(input) = self

@@ -114,4 +114,19 @@ fn acpx_on_a_terminal_keeps_its_known_bugs() {
         approved,
         "acpx did not auto-approve the cat … | curl request"
     );
+    // … and the wire alone says so: its declared approve-reads policy never covers an execute.
+    let (g, m) = grade(&r, "auto-approval");
+    assert_eq!(*g, Grade::Fail, "{m}");
+    assert!(m.contains("effective kind execute (announced at #"), "{m}");
+    // A kindless request titled "Read …" that asks for write access outside the workspace is
+    // approved as a read too (title guess), and reads outside the workspace go through although
+    // acpx calls --cwd the session's filesystem boundary.
+    let r = run_one(&reads, "codex-acp@0.13/deceptive-other-write-outside");
+    let (g, m) = grade(&r, "auto-approval");
+    assert_eq!(*g, Grade::Fail, "{m}");
+    assert!(m.contains("effective kind other"), "{m}");
+    let r = run_one(&reads, "claude-agent-acp@0.85/deceptive-read-outside");
+    let (g, m) = grade(&r, "auto-approval");
+    assert_eq!(*g, Grade::Fail, "{m}");
+    assert!(m.contains("outside the workspace"), "{m}");
 }

@@ -136,17 +136,23 @@ pub fn outside_reason(
     if resolved.starts_with(workspace) {
         return None;
     }
-    let mut why = format!("{location}");
-    if lexical != joined {
-        why.push_str(&format!(" resolves to {}", lexical.display()));
-    }
-    if let Some((link, target)) = via {
-        why.push_str(&format!(
-            " and, through the symlink {} → {}, to {}",
-            link.display(),
-            target.display(),
-            resolved.display()
-        ));
+    let mut why = location.to_owned();
+    match (lexical != joined, via) {
+        (false, None) => {}
+        (true, None) => why.push_str(&format!(" (which resolves to {})", lexical.display())),
+        (dotdot, Some((link, target))) => {
+            let first = if dotdot {
+                format!("which resolves to {} and, ", lexical.display())
+            } else {
+                "which, ".to_owned()
+            };
+            why.push_str(&format!(
+                " ({first}through the symlink {} → {}, to {})",
+                link.display(),
+                target.display(),
+                resolved.display()
+            ));
+        }
     }
     let sibling = resolved
         .to_string_lossy()
