@@ -17,6 +17,7 @@ fn passing() -> Case {
     c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"once"}));
     c.select(json!(0), "once");
     c.prompt_result("end_turn");
+    c.ev(json!({"type":"turn","sessionId":SID,"state":"completed","stopReason":"end_turn"}));
     c
 }
 
@@ -39,7 +40,9 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "session-cwd",
             "fs",
             "initialize",
-            "session-isolation"
+            "session-isolation",
+            "turn-end",
+            "tool-call-row",
         ]
     );
     for check in all_checks() {
@@ -65,6 +68,8 @@ fn completed_run_grades_each_check() {
             ("fs", Grade::NotApplicable),
             ("initialize", Grade::Pass),
             ("session-isolation", Grade::NotApplicable),
+            ("turn-end", Grade::Pass),
+            ("tool-call-row", Grade::Pass),
         ]
     );
     assert_eq!(
