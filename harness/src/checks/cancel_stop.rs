@@ -518,6 +518,29 @@ mod tests {
     }
 
     #[test]
+    fn a_request_after_the_stop_must_be_answered_cancelled_by_the_client() {
+        let c = Case::wire_only();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        let late = c.permission(json!(1), json!({"toolCallId":"d"}), opts3());
+        c.prompt_result("cancelled");
+        let f = c.grade(&CancelStop);
+        assert_grade(&f, Grade::Fail, "arrived after the user cancel");
+        assert!(f.message.contains("by itself"), "{f:?}");
+        assert!(f.frames.contains(&late));
+
+        let c = Case::wire_only();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        c.permission(json!(1), json!({"toolCallId":"d"}), opts3());
+        c.cancelled(json!(1));
+        c.prompt_result("cancelled");
+        assert_ne!(c.grade(&CancelStop).grade, Grade::Fail);
+    }
+
+    #[test]
     fn turn_shown_failed_after_cancelled_stop_reason_fails() {
         let c = Case::new();
         good(&c);

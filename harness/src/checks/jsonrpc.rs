@@ -359,4 +359,62 @@ mod tests {
         c.c2a(json!({"jsonrpc":"2.0","id":2,"method":"session/set_mode","params":{"sessionId":"ses_1","modeId":"x"}}));
         assert_grade(&c.grade(&JsonRpc), Grade::Fail, "reuses id 2 (number)");
     }
+
+    fn stopped(c: &mut Case, step_timeout_ms: u64) {
+        c.note(json!({"type":"run_stopped","step_timeout_ms":step_timeout_ms}));
+        c.end = RunEnd::Incomplete {
+            step: 5,
+            reason: "client sent no answer to request `perm` within 5000 ms".into(),
+        };
+    }
+
+    #[test]
+    fn a_request_that_waited_a_step_is_never_answered_even_when_the_run_stopped() {
+        let mut c = base();
+        let p = c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"sessionId":"ses_1","path":"/a"}}));
+        stopped(&mut c, 0);
+        let f = c.grade(&JsonRpc);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "was never answered before the run gave up waiting",
+        );
+        assert_eq!(f.frames, vec![p]);
+
+        // Pending for less than a step when something else stopped the run: not judged.
+        let mut c = base();
+        c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"sessionId":"ses_1","path":"/a"}}));
+        stopped(&mut c, 3_600_000);
+        assert_eq!(c.grade(&JsonRpc).grade, Grade::Pass);
+
+        // The client closed the agent connection: pending requests are lost, whatever the time.
+        let mut c = base();
+        c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"x/unknown","params":{}}));
+        c.note(json!({"type":"connection_closed","step":"4"}));
+        stopped(&mut c, 3_600_000);
+        assert_grade(
+            &c.grade(&JsonRpc),
+            Grade::Fail,
+            "never answered before the client closed the agent connection",
+        );
+    }
+
+    #[test]
+    fn a_notification_sent_as_a_request_is_named() {
+        let c = base();
+        let m = c.c2a(json!({"jsonrpc":"2.0","id":5,"method":"session/cancel","params":{"sessionId":"ses_1"}}));
+        let f = c.grade(&JsonRpc);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "was sent as a request, but `session/cancel` is a notification",
+        );
+        assert!(f.frames.contains(&m));
+        let schema = c.grade(&crate::checks::Schema);
+        assert_grade(
+            &schema,
+            Grade::Fail,
+            "sent as a request, but `session/cancel` is a notification",
+        );
+    }
 }

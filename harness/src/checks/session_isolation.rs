@@ -418,4 +418,42 @@ mod tests {
         );
         assert!(f.frames.contains(&item));
     }
+
+    /// Both sessions announce tool call "t" and update it differently.
+    fn same_id_two_states(c: &Case) -> (usize, usize) {
+        c.update(json!({"sessionUpdate":"tool_call","toolCallId":"t","title":"npm test","kind":"execute","status":"pending"}));
+        c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"t","itemType":"command","status":"pending","title":"npm test"}));
+        c.a2c(json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":SID2,"update":
+            {"sessionUpdate":"tool_call","toolCallId":"t","title":"npm test","kind":"execute","status":"pending"}}}));
+        c.ev(json!({"type":"item","sessionId":SID2,"toolCallId":"t","itemType":"command","status":"pending","title":"npm test"}));
+        let b = c.a2c(json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":SID2,"update":
+            {"sessionUpdate":"tool_call_update","toolCallId":"t","status":"failed","title":"aborted"}}}));
+        (b, 0)
+    }
+
+    #[test]
+    fn each_row_following_its_own_session_passes() {
+        let c = two_sessions();
+        same_id_two_states(&c);
+        c.ev(json!({"type":"item","sessionId":SID2,"toolCallId":"t","itemType":"command","status":"failed","title":"aborted"}));
+        c.update(json!({"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed"}));
+        c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"t","itemType":"command","status":"completed","title":"npm test"}));
+        assert_eq!(c.grade(&SessionIsolation), Finding::pass());
+    }
+
+    #[test]
+    fn a_row_changed_by_the_other_sessions_update_fails_citing_both() {
+        let c = two_sessions();
+        let (b, _) = same_id_two_states(&c);
+        // Keyed by toolCallId alone: session 2's update lands on session 1's row.
+        let wrong = c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"t","itemType":"command","status":"failed","title":"aborted"}));
+        let f = c.grade(&SessionIsolation);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            &format!("shows status \"failed\", which session \"{SID2}\" sent"),
+        );
+        assert!(f.message.contains("shows title \"aborted\""), "{f:?}");
+        assert!(f.frames.contains(&b) && f.frames.contains(&wrong), "{f:?}");
+    }
 }

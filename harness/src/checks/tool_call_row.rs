@@ -153,7 +153,11 @@ mod tests {
         c.prompt();
         c.update(json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"e","kind":"edit"}));
         c.item("a", "file_change");
-        c.permission(json!(0), json!({"toolCallId":"b","kind":"execute","title":"ls"}), opts3());
+        c.permission(
+            json!(0),
+            json!({"toolCallId":"b","kind":"execute","title":"ls"}),
+            opts3(),
+        );
         c.item("b", "command");
         assert_eq!(c.grade(&ToolCallRow), Finding::pass());
     }
@@ -163,7 +167,11 @@ mod tests {
         let c = Case::new();
         c.handshake();
         c.prompt();
-        let p = c.permission(json!(0), json!({"toolCallId":"b","kind":"edit","title":"x"}), opts3());
+        let p = c.permission(
+            json!(0),
+            json!({"toolCallId":"b","kind":"edit","title":"x"}),
+            opts3(),
+        );
         let f = c.grade(&ToolCallRow);
         assert_grade(&f, Grade::Fail, "only by this permission request");
         assert_eq!(f.frames, vec![p]);
@@ -176,13 +184,19 @@ mod tests {
         c.prompt();
         c.update(json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"e","kind":"edit"}));
         c.item("a", "command");
-        assert_grade(&c.grade(&ToolCallRow), Grade::Fail, "Expected \"file_change\"");
+        assert_grade(
+            &c.grade(&ToolCallRow),
+            Grade::Fail,
+            "Expected \"file_change\"",
+        );
 
         let c = Case::new();
         c.handshake();
         c.prompt();
-        c.update(json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"e","kind":"other",
-            "rawInput":{"command":"ls"}}));
+        c.update(
+            json!({"sessionUpdate":"tool_call","toolCallId":"a","title":"e","kind":"other",
+            "rawInput":{"command":"ls"}}),
+        );
         c.item("a", "generic");
         assert_grade(&c.grade(&ToolCallRow), Grade::Warn, "Expected \"command\"");
     }

@@ -241,7 +241,11 @@ mod tests {
         c.prompt();
         c.prompt_result("refusal");
         turn(&c, "completed");
-        assert_grade(&c.grade(&TurnEnd), Grade::Fail, "shows the turn as \"completed\"");
+        assert_grade(
+            &c.grade(&TurnEnd),
+            Grade::Fail,
+            "shows the turn as \"completed\"",
+        );
 
         let c = Case::new();
         c.handshake();
@@ -249,7 +253,11 @@ mod tests {
         c.prompt_result("end_turn");
         shutdown(&c);
         turn(&c, "completed");
-        assert_grade(&c.grade(&TurnEnd), Grade::Fail, "only after the settle time");
+        assert_grade(
+            &c.grade(&TurnEnd),
+            Grade::Fail,
+            "only after the settle time",
+        );
     }
 
     #[test]
