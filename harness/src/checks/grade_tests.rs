@@ -173,6 +173,25 @@ fn incomplete_run_turns_pass_and_not_applicable_into_timeout_but_fail_stands() {
 }
 
 #[test]
+fn a_closed_agent_connection_is_not_called_a_timeout() {
+    let mut c = Case::new();
+    c.handshake();
+    c.prompt();
+    c.note(json!({"type":"connection_closed","step":"6"}));
+    c.end = RunEnd::Incomplete {
+        step: 6,
+        reason: "client closed the agent connection at step 6 (t.toml:30) while waiting".into(),
+    };
+    let trials = grade_case(&c.record());
+    for id in ["offered-options", "jsonrpc", "fs"] {
+        let t = trial(&trials, id);
+        assert_eq!(t.grade, Grade::Crash, "{id}");
+        assert!(t.message.contains("nothing timed out"), "{id}: {}", t.message);
+        assert!(!t.message.contains("gave up waiting"), "{id}");
+    }
+}
+
+#[test]
 fn crash_reports_exit_code_signal_and_stderr() {
     let mut c = passing();
     c.end = RunEnd::Crash {
