@@ -109,7 +109,12 @@ impl Check for StableItemType {
             }
         }
         if !any {
-            return Finding::not_applicable("client showed no timeline items");
+            // Nothing to retype. Rows that should exist and do not are `tool-call-row`'s.
+            return Finding::not_applicable(if model.announced_tool_calls().is_empty() {
+                "the agent announced no tool call"
+            } else {
+                "client showed no timeline items, so none could change type (tool-call-row grades the missing rows)"
+            });
         }
         problems.finish("")
     }
