@@ -186,7 +186,11 @@ fn a_closed_agent_connection_is_not_called_a_timeout() {
     for id in ["offered-options", "jsonrpc", "fs"] {
         let t = trial(&trials, id);
         assert_eq!(t.grade, Grade::Crash, "{id}");
-        assert!(t.message.contains("nothing timed out"), "{id}: {}", t.message);
+        assert!(
+            t.message.contains("nothing timed out"),
+            "{id}: {}",
+            t.message
+        );
         assert!(!t.message.contains("gave up waiting"), "{id}");
     }
 }
