@@ -8,7 +8,7 @@
 //!
 //! | stopReason | state the client must show |
 //! |---|---|
-//! | `end_turn` | `completed` |
+//! | `end_turn` | `completed`; `completed` or `failed` when a permission request of the turn was answered with a reject option or `cancelled` (a denied tool may well make the client call the turn failed: acpx `exec` exits 5, PERMISSION_DENIED) |
 //! | `cancelled` | `cancelled` |
 //! | `refusal` | `refused` |
 //! | `max_tokens`, `max_turn_requests` | `completed` or `failed`: the turn ended normally as far as the protocol goes, but a client may well present a cut-off answer as a failure; both say "ended", the others do not |
@@ -33,7 +33,7 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{Control, Side, WireModel, WireMsg};
+use crate::wire_model::{Control, PermissionAnswer, Side, WireModel, WireMsg};
 
 pub struct TurnEnd;
 
@@ -82,9 +82,12 @@ impl Check for TurnEnd {
             let Some((response, stop_reason)) = stop_of(model, prompt) else {
                 continue;
             };
-            let Some(accepted) = states_for(stop_reason) else {
+            let Some(mut accepted) = states_for(stop_reason) else {
                 continue;
             };
+            if stop_reason == "end_turn" && denied_in_turn(model, sid, prompt.index, response) {
+                accepted = END_TURN_AFTER_DENIAL;
+            }
             judged += 1;
             let bound = next_prompt(model, sid, response);
             let ends: Vec<(usize, &str)> = model
@@ -110,7 +113,11 @@ impl Check for TurnEnd {
                     ),
                     &[response, at],
                 ),
-                Some(&(at, _)) if shutdown.is_some_and(|s| s < at) => {
+                // Only a completed run settled before its shutdown; otherwise the harness shut
+                // the client down at once, and an end after that is not late.
+                Some(&(at, _))
+                    if case.end == RunEnd::Completed && shutdown.is_some_and(|s| s < at) =>
+                {
                     let shutdown = shutdown.unwrap_or_default();
                     problems.fail(
                         format!(
@@ -162,6 +169,29 @@ fn states_for(stop_reason: &str) -> Option<&'static [&'static str]> {
         "max_tokens" | "max_turn_requests" => &["completed", "failed"],
         _ => return None,
     })
+}
+
+/// `end_turn` after the client denied a tool in that turn: `failed` is an honest summary too
+/// (acpx `exec` exits 5, PERMISSION_DENIED, when its policy rejected a request).
+const END_TURN_AFTER_DENIAL: &[&str] = &["completed", "failed"];
+
+/// True if a permission request of session `sid` between `from` and `to` was answered with a
+/// `reject_*` option or `cancelled`.
+fn denied_in_turn(model: &WireModel<'_>, sid: &str, from: usize, to: usize) -> bool {
+    model
+        .permissions
+        .iter()
+        .filter(|p| p.session_id == Some(sid) && p.index > from && p.index < to)
+        .any(|p| {
+            p.answers.iter().any(|&a| match model.permission_answer(a) {
+                PermissionAnswer::Cancelled => true,
+                PermissionAnswer::Selected(id) => p
+                    .option(id)
+                    .and_then(|o| o.kind)
+                    .is_some_and(|k| k.starts_with("reject")),
+                _ => false,
+            })
+        })
 }
 
 /// Where the next turn of `sid` begins after `after`: the user's next prompt in that session
@@ -232,6 +262,29 @@ mod tests {
         let f = c.grade(&TurnEnd);
         assert_grade(&f, Grade::Fail, "never reported that the turn ended");
         assert!(f.frames.contains(&r) && f.frames.contains(&n), "{f:?}");
+    }
+
+    #[test]
+    fn end_turn_may_be_shown_failed_only_after_a_denied_tool() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.prompt_result("end_turn");
+        turn(&c, "failed");
+        assert_grade(&c.grade(&TurnEnd), Grade::Fail, "Expected \"completed\"");
+
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.permission(
+            json!(0),
+            json!({"toolCallId":"t"}),
+            crate::checks::testkit::opts3(),
+        );
+        c.select(json!(0), "reject");
+        c.prompt_result("end_turn");
+        turn(&c, "failed");
+        assert_eq!(c.grade(&TurnEnd), Finding::pass());
     }
 
     #[test]
