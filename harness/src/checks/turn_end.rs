@@ -9,7 +9,7 @@
 //! | stopReason | state the client must show |
 //! |---|---|
 //! | `end_turn` | `completed`; `completed` or `failed` when a permission request of the turn was answered with a reject option or `cancelled` (a denied tool may well make the client call the turn failed: acpx `exec` exits 5, PERMISSION_DENIED) |
-//! | `cancelled` | `cancelled` |
+//! | `cancelled` | `cancelled`; also `failed` when the user did not press Stop and a permission request of the turn was answered with a reject option or `cancelled` (codex-acp 0.13 ends the turn `cancelled` after an abort) |
 //! | `refusal` | `refused` |
 //! | `max_tokens`, `max_turn_requests` | `completed` or `failed`: the turn ended normally as far as the protocol goes, but a client may well present a cut-off answer as a failure; both say "ended", the others do not |
 //!
@@ -85,8 +85,17 @@ impl Check for TurnEnd {
             let Some(mut accepted) = states_for(stop_reason) else {
                 continue;
             };
-            if stop_reason == "end_turn" && denied_in_turn(model, sid, prompt.index, response) {
-                accepted = END_TURN_AFTER_DENIAL;
+            // A tool the client denied may make it call the turn failed, unless the user's own
+            // Stop ended it (then `cancelled` it is: cancel-stop's rule too).
+            let user_stopped = model
+                .user_cancels()
+                .iter()
+                .any(|c| c.index > prompt.index && c.index < response && c.session_id == Some(sid));
+            if matches!(stop_reason, "end_turn" | "cancelled")
+                && !user_stopped
+                && denied_in_turn(model, sid, prompt.index, response)
+            {
+                accepted = AFTER_DENIAL[usize::from(stop_reason == "cancelled")];
             }
             judged += 1;
             let bound = next_prompt(model, sid, response);
@@ -171,9 +180,10 @@ fn states_for(stop_reason: &str) -> Option<&'static [&'static str]> {
     })
 }
 
-/// `end_turn` after the client denied a tool in that turn: `failed` is an honest summary too
-/// (acpx `exec` exits 5, PERMISSION_DENIED, when its policy rejected a request).
-const END_TURN_AFTER_DENIAL: &[&str] = &["completed", "failed"];
+/// `end_turn` / `cancelled` (the agent's own, no user Stop) after the client denied a tool in
+/// that turn: `failed` is an honest summary too (acpx `exec` exits 5, PERMISSION_DENIED, when its
+/// policy rejected a request; codex-acp 0.13 ends a turn `cancelled` after an abort).
+const AFTER_DENIAL: [&[&str]; 2] = [&["completed", "failed"], &["cancelled", "failed"]];
 
 /// True if a permission request of session `sid` between `from` and `to` was answered with a
 /// `reject_*` option or `cancelled`.
