@@ -244,7 +244,14 @@ mod tests {
         assert_grade(
             &c.grade(&StableItemType),
             Grade::NotApplicable,
-            "no timeline items",
+            "the agent announced no tool call",
+        );
+        c.prompt();
+        c.update(json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"e","kind":"edit"}));
+        assert_grade(
+            &c.grade(&StableItemType),
+            Grade::NotApplicable,
+            "tool-call-row grades the missing rows",
         );
     }
 }
