@@ -373,6 +373,9 @@ impl<'a, C: Connector> Engine<'a, C> {
     }
 
     fn closed(&self, step: &Step, what: &str) -> Stop {
+        // Noted so that the grading can tell a run the client abandoned from one that timed out.
+        self.rec
+            .note(json!({"type": "connection_closed", "step": step.label}));
         self.incomplete(
             step,
             format!(

@@ -310,6 +310,19 @@ pub fn schema_type_name(from: Side, kind: PayloadKind, method: &str) -> Option<&
     lookup(from, kind, method).map(|entry| entry.type_name)
 }
 
+/// For a request or notification whose method ACP v1 defines only as the other kind of message
+/// (in that direction): "sent as a request, but `session/cancel` is a notification" (or the
+/// converse). `None` when the kind is right or the method unknown.
+pub fn wrong_message_kind(from: Side, kind: PayloadKind, method: &str) -> Option<String> {
+    let (sent, other, is) = match kind {
+        PayloadKind::RequestParams => ("request", PayloadKind::NotificationParams, "notification"),
+        PayloadKind::NotificationParams => ("notification", PayloadKind::RequestParams, "request"),
+        PayloadKind::Result => return None,
+    };
+    (lookup(from, kind, method).is_none() && lookup(from, other, method).is_some())
+        .then(|| format!("sent as a {sent}, but `{method}` is a {is}"))
+}
+
 /// The generated JSON Schema for a method's payload (for reports and debugging).
 pub fn schema_json(from: Side, kind: PayloadKind, method: &str) -> Option<Value> {
     lookup(from, kind, method).map(|entry| (entry.generate)())

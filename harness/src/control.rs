@@ -214,13 +214,14 @@ impl ControlPlane {
 
     /// Waits (bounded) until the client has shown the end of every turn it was asked to start,
     /// so that the last frames of a scenario are processed before the harness says `shutdown`.
-    /// A client that never ends its turn is left to the checks to judge.
-    pub async fn settle(&self, timeout: Duration) {
-        let _ = self
-            .wait_for(timeout, "the end of every turn", |s| {
-                (s.turns_ended >= s.prompts_sent).then_some(())
-            })
-            .await;
+    /// A client that never ends its turn is left to the checks to judge (`turn-end`). True if
+    /// every turn was shown ended in time.
+    pub async fn settle(&self, timeout: Duration) -> bool {
+        self.wait_for(timeout, "the end of every turn", |s| {
+            (s.turns_ended >= s.prompts_sent).then_some(())
+        })
+        .await
+        .is_ok()
     }
 
     /// Asks the adapter to quit and closes its stdin.

@@ -74,6 +74,19 @@ pub fn launch(argv: &[String], env: &[(String, String)], cwd: &Path) -> Result<L
 
 /// Starts `argv` in a new process group: stdout piped; stdin and stderr piped too, or with
 /// `tty` both on a fresh pseudo-terminal (for clients that prompt only on a terminal).
+/// The client starts in a directory of its own, so a relative program path with a `/` in it
+/// (`./target/debug/my-client`) means what it meant where the harness was started, as the user
+/// typed it. A bare name is looked up on PATH as usual.
+fn program_from_here(program: &str) -> String {
+    let path = Path::new(program);
+    if path.is_relative() && program.contains('/') {
+        if let Ok(here) = std::env::current_dir() {
+            return here.join(path).to_string_lossy().into_owned();
+        }
+    }
+    program.to_owned()
+}
+
 pub fn launch_with(
     argv: &[String],
     env: &[(String, String)],
@@ -81,6 +94,8 @@ pub fn launch_with(
     tty: bool,
 ) -> Result<Launched> {
     let (program, args) = argv.split_first().context("empty client argv")?;
+    let program = program_from_here(program);
+    let program = &program;
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(cwd)

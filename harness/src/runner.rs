@@ -181,6 +181,11 @@ async fn run_case_inner(
     // An empty home for the client (profiles set e.g. `HOME = "{home}"`).
     let home = root.join("home");
     std::fs::create_dir(&home)?;
+    // The client starts in a directory of its own, neither the workspace nor the harness's cwd:
+    // a client that sends its process cwd as the session cwd (instead of the directory the user
+    // opened) then fails `session-cwd` instead of passing by luck.
+    let client_dir = root.join("client");
+    std::fs::create_dir(&client_dir)?;
     let socket = root.join("agent.sock");
     let listener = UnixListener::bind(&socket).context("cannot listen on the relay socket")?;
     let mut connector = RelayListener {
@@ -253,7 +258,7 @@ async fn run_case_inner(
         record.transcript = rec.snapshot();
         return Ok(record);
     }
-    let mut launched = match launch::launch_with(&argv, &env, &workspace, client.wire.tty) {
+    let mut launched = match launch::launch_with(&argv, &env, &client_dir, client.wire.tty) {
         Ok(l) => l,
         Err(err) => {
             record.end = RunEnd::Crash {
@@ -366,6 +371,14 @@ async fn run_case_inner(
         }
     };
 
+    if matches!(end, RunEnd::Incomplete { .. } | RunEnd::Timeout { .. }) {
+        // When the run stopped waiting, and how long a step may wait: `jsonrpc` judges the
+        // requests that had waited that long by then as never answered.
+        rec.note(json!({
+            "type": "run_stopped",
+            "step_timeout_ms": cfg.step_timeout.as_millis() as u64,
+        }));
+    }
     // A client that died on its own before the scenario ended crashed; one killed by a signal
     // crashed whenever it happened.
     let ended = Instant::now();
@@ -384,8 +397,12 @@ async fn run_case_inner(
     };
 
     if let Some(plane) = control.as_mut() {
-        if record.end == RunEnd::Completed {
-            plane.settle(cfg.step_timeout).await;
+        if record.end == RunEnd::Completed && !plane.settle(cfg.step_timeout).await {
+            // `turn-end` cites this: the client did not show every turn ended in time.
+            rec.note(json!({
+                "type": "settle_timeout",
+                "waited_ms": cfg.step_timeout.as_millis() as u64,
+            }));
         }
         plane.shutdown().await;
     }

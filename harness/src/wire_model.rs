@@ -280,6 +280,7 @@ pub enum Control<'a> {
         tool_call_id: &'a str,
         item_type: &'a str,
         status: Option<&'a str>,
+        title: Option<&'a str>,
     },
     Approval {
         session_id: &'a str,
@@ -356,6 +357,7 @@ fn parse_control(json: &Value) -> Control<'_> {
                 tool_call_id: s("toolCallId")?,
                 item_type: s("itemType")?,
                 status: s("status"),
+                title: s("title"),
             })
         })(),
         Some("approval") => (|| {
@@ -564,6 +566,19 @@ impl<'a> EffectiveToolCall<'a> {
         self.locations
             .and_then(Value::as_array)
             .is_some_and(|l| !l.is_empty())
+    }
+
+    /// True when showing `shown` instead of the expected subject is only a weaker deviation
+    /// (`warn`): the kind is `other`/absent and `shown` is `generic` or something the tool call
+    /// also supports (a command with a `rawInput.command`, a file change with a diff or locations).
+    pub fn weakly_supports(&self, shown: Subject) -> bool {
+        !self.expected_subject().from_specific_kind
+            && match shown {
+                Subject::Generic => true,
+                Subject::Command => self.has_command(),
+                Subject::FileChange => self.has_diff() || self.has_locations(),
+                _ => false,
+            }
     }
 
     /// The subject an approval (and timeline item) for this tool call must show (DESIGN §5.1).
@@ -1349,6 +1364,30 @@ impl<'a> WireModel<'a> {
 
     // ---- tool calls ---------------------------------------------------------------------
 
+    /// Every (sessionId, toolCallId) the agent described in a `tool_call`, a `tool_call_update`
+    /// or a permission request's `toolCall`, with the first such frame, in order of that frame.
+    pub fn announced_tool_calls(&self) -> Vec<(&'a str, &'a str, usize)> {
+        let mut out: Vec<(&'a str, &'a str, usize)> = self
+            .tool_frames
+            .iter()
+            .flat_map(|(sid, by_id)| {
+                by_id
+                    .iter()
+                    .filter_map(|(tcid, frames)| Some((*sid, *tcid, *frames.first()?)))
+            })
+            .collect();
+        out.sort_by_key(|(_, _, first)| *first);
+        out
+    }
+
+    /// `item` events of one (sessionId, toolCallId), in order.
+    pub fn item_events(&self, session_id: &str, tool_call_id: &str) -> Vec<&ControlMsg<'a>> {
+        self.items
+            .get(&(session_id, tool_call_id))
+            .map(|list| list.iter().map(|&p| &self.controls[p]).collect())
+            .unwrap_or_default()
+    }
+
     /// Agent frames (transcript indices) that describe a tool call: updates and permission
     /// requests, on any connection, in order.
     pub fn tool_frames(&self, session_id: &str, tool_call_id: &str) -> &[usize] {
@@ -1403,6 +1442,27 @@ impl<'a> WireModel<'a> {
             }
         }
         effective
+    }
+
+    /// What the agent had said about a tool call before transcript index `at`, counting every
+    /// frame that describes it (updates and permission requests' `toolCall`, any connection):
+    /// what a row for it shows at `at`.
+    pub fn described_before(
+        &self,
+        session_id: &str,
+        tool_call_id: &'a str,
+        at: usize,
+    ) -> EffectiveToolCall<'a> {
+        let mut call = EffectiveToolCall::new(tool_call_id);
+        for &i in self.tool_frames(session_id, tool_call_id) {
+            if i >= at {
+                break;
+            }
+            if let Some(fields) = self.tool_fields(i) {
+                call.merge(fields, i);
+            }
+        }
+        call
     }
 
     /// The effective tool call a permission request is about.

@@ -30,13 +30,16 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("collapse-by-kind", &["offered-options"]),
     ("duplicate-labels", &["offered-options"]),
     ("cancel-as-reject", &["cancel-stop"]),
-    ("cancel-as-failed", &["cancel-stop"]),
-    ("no-cancelled-answer", &["cancel-stop"]),
+    ("cancel-as-failed", &["cancel-stop", "turn-end"]),
+    ("no-cancelled-answer", &["cancel-stop", "jsonrpc"]),
     (
         "overwrite-same-tool-call",
         &["cancel-stop", "jsonrpc", "offered-options"],
     ),
-    ("flip-on-approval", &["stable-item-type", "subject-kind"]),
+    (
+        "flip-on-approval",
+        &["stable-item-type", "subject-kind", "tool-call-row"],
+    ),
     (
         "global-approval-handler",
         &["offered-options", "session-isolation", "subject-kind"],
@@ -49,6 +52,16 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("approve-by-title-guess", &["auto-approval"]),
     ("workspace-prefix-check", &["auto-approval"]),
     ("remembered-any-kind", &["auto-approval"]),
+    // Issue 12: what the client shows, completely.
+    ("turn-never-ended", &["cancel-stop", "turn-end"]),
+    ("no-row-for-request-only", &["tool-call-row"]),
+    (
+        "tool-calls-keyed-by-id",
+        &["session-isolation", "tool-call-row"],
+    ),
+    ("card-dropped-on-progress", &["offered-options"]),
+    ("request-after-stop-to-user", &["cancel-stop", "jsonrpc"]),
+    ("process-cwd-as-session-cwd", &["session-cwd"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

@@ -93,7 +93,7 @@ impl Client {
             conn: None,
             agent: AgentState::NotStarted,
             sessions: Vec::new(),
-            timeline: Timeline::default(),
+            timeline: Timeline::new(mutant),
             approvals: Approvals::default(),
             events: Vec::new(),
             last_prompted: None,
@@ -153,6 +153,11 @@ impl Client {
         if let Some(session) = self.session_by_id_mut(session_id) {
             session.running = false;
             session.cancelling = false;
+        }
+        // MUTANT turn-never-ended (pingdotgg/t3code#7484, agentclientprotocol/claude-agent-acp#694):
+        // the turn is over in the model, but the view never hears of it: the spinner runs on.
+        if self.mutant == Some(Mutant::TurnNeverEnded) {
+            return;
         }
         self.events.push(Event::Turn {
             session_id: session_id.to_owned(),
@@ -265,6 +270,13 @@ impl Client {
         // project directory and sends `cwd: "."`.
         if self.mutant == Some(Mutant::RelativeCwd) {
             params["cwd"] = json!(".");
+        }
+        // MUTANT process-cwd-as-session-cwd (formulahendry/vscode-acp#14 before its fix): the
+        // session cwd is the client process's own working directory, not the folder opened.
+        if self.mutant == Some(Mutant::ProcessCwdAsSessionCwd) {
+            if let Ok(dir) = std::env::current_dir() {
+                params["cwd"] = json!(dir.to_string_lossy());
+            }
         }
         // MUTANT mcp-server-without-env (can1357/oh-my-pi#7722): an MCP server from a desktop-style
         // config ({command, args}) is forwarded without the `env` array ACP v1 requires.
@@ -586,10 +598,7 @@ impl Client {
         }
 
         // The request's toolCall is one more announcement of the tool call.
-        let view = self
-            .timeline
-            .announce(session_id, tool_call_id, tool_call, turn);
-        self.show_item(view);
+        self.announce(session_id, tool_call_id, tool_call, turn);
         if !cancelling {
             if let Some(option_id) = self.own_answer(session_id, tool_call_id, tool_call, &options)
             {
@@ -605,7 +614,8 @@ impl Client {
             }
         }
         let effective = self.timeline.call(session_id, tool_call_id);
-        let mut subject = effective.map_or(Subject::Generic, classify);
+        // Without a row (only `no-row-for-request-only`) the request's own toolCall is all there is.
+        let mut subject = classify(effective.unwrap_or(tool_call));
         // MUTANT always-command (bb #1719 before #1803): every approval is a command approval
         // (its command: rawInput.command, else the title, else the kind), whatever the kind.
         if self.mutant == Some(Mutant::AlwaysCommand) {
@@ -693,7 +703,13 @@ impl Client {
             tool_call_id: tool_call_id.to_owned(),
             options,
         };
-        if cancelling {
+        let mut answer_cancelled = cancelling;
+        // MUTANT request-after-stop-to-user (ACP tool-calls, #44): a request that arrives after
+        // Stop waits on its card like any other, for a user who already said stop.
+        if self.mutant == Some(Mutant::RequestAfterStopToUser) {
+            answer_cancelled = false;
+        }
+        if answer_cancelled {
             // Spec #44: the turn is cancelled, so a request arriving now is answered cancelled.
             self.events.push(Event::ApprovalResolved {
                 session_id: approval.session_id,
@@ -767,11 +783,47 @@ impl Client {
                 log!("ignoring a tool call update without a string toolCallId");
                 return;
             };
-            let view = self
-                .timeline
-                .announce(session_id, tool_call_id, update, turn);
-            self.show_item(view);
+            // MUTANT card-dropped-on-progress (xenodium/agent-shell#369): the card is shown only
+            // while the tool call is `pending`, so an update that moves it on (or retitles it)
+            // before the grant takes the card away, and nobody can answer the request.
+            if self.mutant == Some(Mutant::CardDroppedOnProgress)
+                && update.get("sessionUpdate").and_then(Value::as_str) == Some("tool_call_update")
+                && (update.get("title").is_some()
+                    || update.get("status").and_then(Value::as_str) != Some("pending"))
+            {
+                for dropped in self.approvals.take_tool_call(session_id, tool_call_id) {
+                    log!(
+                        "approval {} hidden: its tool call moved on",
+                        dropped.request_id
+                    );
+                }
+            }
+            self.announce(session_id, tool_call_id, update, turn);
         }
+    }
+
+    /// One announcement of a tool call (an update, or a permission request's `toolCall`) reaches
+    /// the timeline, which creates the row if the id is new.
+    fn announce(
+        &mut self,
+        session_id: &str,
+        tool_call_id: &str,
+        fields: &serde_json::Map<String, Value>,
+        turn: u64,
+    ) {
+        // MUTANT no-row-for-request-only (rows built from `tool_call` alone; the shape of
+        // google-gemini/gemini-cli#21783): an id first seen in a permission request or an update
+        // gets no row.
+        if self.mutant == Some(Mutant::NoRowForRequestOnly)
+            && self.timeline.call(session_id, tool_call_id).is_none()
+            && fields.get("sessionUpdate").and_then(Value::as_str) != Some("tool_call")
+        {
+            return;
+        }
+        let view = self
+            .timeline
+            .announce(session_id, tool_call_id, fields, turn);
+        self.show_item(view);
     }
 
     /// `$/cancel_request {requestId}`: the agent withdraws a request. A pending approval is

@@ -30,6 +30,12 @@
 //!
 //! The four decision mutants run with the policy under which their bug shows when no `--policy`
 //! is given (`decide::Policy::for_mutant`).
+//! | `turn-never-ended` | `client.rs`, `end_turn` (the turn event of a finished turn) |
+//! | `no-row-for-request-only` | `client.rs`, `announce` (which announcements create a row) |
+//! | `tool-calls-keyed-by-id` | `timeline.rs`, `position` (the key of a row) |
+//! | `card-dropped-on-progress` | `client.rs`, `on_session_update` (pending card of an updated tool call) |
+//! | `request-after-stop-to-user` | `client.rs`, `on_permission_request` (a request during a cancel) |
+//! | `process-cwd-as-session-cwd` | `client.rs`, `send_session_new` (`cwd` sent) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -83,10 +89,28 @@ pub enum Mutant {
     WorkspacePrefixCheck,
     /// A remembered "always allow" opens every kind for the session (docker/docker-agent#4376).
     RememberedAnyKind,
+    /// A finished turn is never shown ended (pingdotgg/t3code#7484's stuck spinner;
+    /// agentclientprotocol/claude-agent-acp#694, JetBrains stuck in "running").
+    TurnNeverEnded,
+    /// Rows are created by `tool_call` only: a tool call first announced by a permission request
+    /// or an update gets no row (qwen-code's request-only shape; google-gemini/gemini-cli#21783).
+    NoRowForRequestOnly,
+    /// Timeline rows keyed by `toolCallId` alone, so another session's updates change this
+    /// session's row (pingdotgg/t3code#304).
+    ToolCallsKeyedById,
+    /// The approval card vanishes when its tool call is updated before the grant
+    /// (xenodium/agent-shell#369).
+    CardDroppedOnProgress,
+    /// A permission request that arrives after Stop is shown to the user instead of being
+    /// answered `cancelled` (ACP tool-calls: "If the current prompt turn gets cancelled, the
+    /// Client MUST respond with the cancelled outcome").
+    RequestAfterStopToUser,
+    /// `session/new` carries the client's own process cwd (formulahendry/vscode-acp#14).
+    ProcessCwdAsSessionCwd,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 19] = [
+    pub const ALL: [Mutant; 25] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -106,6 +130,12 @@ impl Mutant {
         Mutant::ApproveByTitleGuess,
         Mutant::WorkspacePrefixCheck,
         Mutant::RememberedAnyKind,
+        Mutant::TurnNeverEnded,
+        Mutant::NoRowForRequestOnly,
+        Mutant::ToolCallsKeyedById,
+        Mutant::CardDroppedOnProgress,
+        Mutant::RequestAfterStopToUser,
+        Mutant::ProcessCwdAsSessionCwd,
     ];
 
     /// The `--mutant` name.
@@ -130,6 +160,12 @@ impl Mutant {
             Mutant::ApproveByTitleGuess => "approve-by-title-guess",
             Mutant::WorkspacePrefixCheck => "workspace-prefix-check",
             Mutant::RememberedAnyKind => "remembered-any-kind",
+            Mutant::TurnNeverEnded => "turn-never-ended",
+            Mutant::NoRowForRequestOnly => "no-row-for-request-only",
+            Mutant::ToolCallsKeyedById => "tool-calls-keyed-by-id",
+            Mutant::CardDroppedOnProgress => "card-dropped-on-progress",
+            Mutant::RequestAfterStopToUser => "request-after-stop-to-user",
+            Mutant::ProcessCwdAsSessionCwd => "process-cwd-as-session-cwd",
         }
     }
 
@@ -221,6 +257,34 @@ impl Mutant {
                 "docker/docker-agent#4376 (before the fix): \"allow and remember\" turned on \
                  auto-approval for every tool of the session, not the one the user allowed"
             }
+            Mutant::TurnNeverEnded => {
+                "pingdotgg/t3code#7484 (a spinner that never stops), \
+                 agentclientprotocol/claude-agent-acp#694 (JetBrains stuck in running): the \
+                 agent's stopReason arrives but the turn is never shown ended"
+            }
+            Mutant::NoRowForRequestOnly => {
+                "rows built from tool_call alone (the shape google-gemini/gemini-cli#21783 \
+                 complains about): a tool call announced first by its permission request or by \
+                 an update, as qwen-code and codex-acp 0.13 do, gets an approval card but no row"
+            }
+            Mutant::ToolCallsKeyedById => {
+                "pingdotgg/t3code#304: tool calls keyed by toolCallId alone, so another \
+                 session's updates for the same id change (or reset) this session's row"
+            }
+            Mutant::CardDroppedOnProgress => {
+                "xenodium/agent-shell#369: the approval card disappears when the agent reports \
+                 the tool call in_progress (or retitles it) before the grant, and the request is \
+                 never answered"
+            }
+            Mutant::RequestAfterStopToUser => {
+                "a permission request arriving after Stop, before the agent's cancelled stop, \
+                 is shown to the user instead of answered cancelled by the client (ACP \
+                 tool-calls: in a cancelled turn the client MUST answer cancelled)"
+            }
+            Mutant::ProcessCwdAsSessionCwd => {
+                "formulahendry/vscode-acp#14 (before the fix): session/new carries the client \
+                 process's own cwd, not the folder the user opened"
+            }
         }
     }
 
@@ -232,11 +296,11 @@ impl Mutant {
             Mutant::UnofferedOption | Mutant::CollapseByKind | Mutant::DuplicateLabels => {
                 &["offered-options"]
             }
-            Mutant::CancelAsReject | Mutant::CancelAsFailed | Mutant::NoCancelledAnswer => {
-                &["cancel-stop"]
-            }
+            Mutant::CancelAsReject => &["cancel-stop"],
+            Mutant::CancelAsFailed => &["cancel-stop", "turn-end"],
+            Mutant::NoCancelledAnswer => &["cancel-stop", "jsonrpc"],
             Mutant::OverwriteSameToolCall => &["cancel-stop", "jsonrpc", "offered-options"],
-            Mutant::FlipOnApproval => &["stable-item-type", "subject-kind"],
+            Mutant::FlipOnApproval => &["stable-item-type", "subject-kind", "tool-call-row"],
             Mutant::GlobalApprovalHandler => {
                 &["offered-options", "session-isolation", "subject-kind"]
             }
@@ -248,6 +312,12 @@ impl Mutant {
             | Mutant::ApproveByTitleGuess
             | Mutant::WorkspacePrefixCheck
             | Mutant::RememberedAnyKind => &["auto-approval"],
+            Mutant::TurnNeverEnded => &["cancel-stop", "turn-end"],
+            Mutant::NoRowForRequestOnly => &["tool-call-row"],
+            Mutant::ToolCallsKeyedById => &["session-isolation", "tool-call-row"],
+            Mutant::CardDroppedOnProgress => &["offered-options"],
+            Mutant::RequestAfterStopToUser => &["cancel-stop", "jsonrpc"],
+            Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
         }
     }
 }

@@ -17,6 +17,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use crate::decide::places_of;
+use crate::mutation::Mutant;
 use crate::subject::{Subject, classify, is_specific_kind};
 
 /// What the client shows for one tool call (the control protocol `item` event).
@@ -113,10 +114,26 @@ pub struct Timeline {
     /// Items in creation order (events about several items come out in a stable order).
     items: Vec<Item>,
     index: HashMap<(String, String), usize>,
+    mutant: Option<Mutant>,
 }
 
 impl Timeline {
+    pub fn new(mutant: Option<Mutant>) -> Self {
+        Timeline {
+            mutant,
+            ..Default::default()
+        }
+    }
+
     fn position(&self, session_id: &str, tool_call_id: &str) -> Option<usize> {
+        // MUTANT tool-calls-keyed-by-id (pingdotgg/t3code#304): a row is found by its toolCallId
+        // alone, so a second session's tool call with the same id lands on the first one's row.
+        if self.mutant == Some(Mutant::ToolCallsKeyedById) {
+            return self
+                .items
+                .iter()
+                .position(|item| item.tool_call_id == tool_call_id);
+        }
         self.index
             .get(&(session_id.to_owned(), tool_call_id.to_owned()))
             .copied()

@@ -17,7 +17,9 @@
 //! * `session/cancel` missing is `fail`; if the client instead answered a pending request with a
 //!   `reject_*` option, the message says exactly that (the ZERO #915 bug).
 //! * Pending requests answered `selected`, with a JSON-RPC error, or never, are `fail` (#43/#44);
-//!   so is a request arriving later in the cancelled turn answered `selected`. "Never" includes a
+//!   so is a request arriving later in the cancelled turn (after the Stop, before the agent's
+//!   stop reason) answered `selected`, with an error, or never: the client answers it
+//!   `cancelled` by itself. "Never" includes a
 //!   run that ended incomplete or timed out: the harness waited at least one step timeout after
 //!   the cancel, so the answer is missing, not late (a crash is reported as the death instead).
 //! * #50: a client error response that answers no request (a rejected update) during the
@@ -238,18 +240,34 @@ fn check_cancel(
                 format!(
                     "request #{} was pending at the user cancel #{at} and was never answered{}. Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (#43).",
                     request.index,
-                    if case.end == RunEnd::Completed {
-                        ""
-                    } else {
-                        " before the run gave up waiting"
-                    }
+                    super::before_the_end(case, model)
                 ),
                 &[at, request.index],
             ),
             None => {}
         }
     }
-    for request in &later {
+    for request in later.iter().filter(|_| prompt.is_some()) {
+        // A request that arrives after the Stop, before the agent's cancelled stop, is the
+        // client's to answer `cancelled` by itself: the user already said stop (#44).
+        match request.answers.first() {
+            None if !matches!(case.end, RunEnd::Crash { .. }) => problems.fail(
+                format!(
+                    "request #{} arrived after the user cancel #{at}, in the cancelled turn, and was never answered{}. Expected the client to answer it {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} by itself, without asking the user (#44).",
+                    request.index,
+                    super::before_the_end(case, model)
+                ),
+                &[at, request.index],
+            ),
+            Some(&a) if model.permission_answer(a) == PermissionAnswer::Error => problems.fail(
+                format!(
+                    "request #{} arrived in the turn the user cancelled at #{at} and was answered with an error (#{a}). Expected the cancelled outcome (#44).",
+                    request.index
+                ),
+                &[at, request.index, a],
+            ),
+            _ => {}
+        }
         for &a in &request.answers {
             if let PermissionAnswer::Selected(id) = model.permission_answer(a) {
                 problems.fail(
@@ -497,6 +515,29 @@ mod tests {
             Grade::Fail,
             "arrived in the turn the user cancelled",
         );
+    }
+
+    #[test]
+    fn a_request_after_the_stop_must_be_answered_cancelled_by_the_client() {
+        let c = Case::wire_only();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        let late = c.permission(json!(1), json!({"toolCallId":"d"}), opts3());
+        c.prompt_result("cancelled");
+        let f = c.grade(&CancelStop);
+        assert_grade(&f, Grade::Fail, "arrived after the user cancel");
+        assert!(f.message.contains("by itself"), "{f:?}");
+        assert!(f.frames.contains(&late));
+
+        let c = Case::wire_only();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        c.permission(json!(1), json!({"toolCallId":"d"}), opts3());
+        c.cancelled(json!(1));
+        c.prompt_result("cancelled");
+        assert_ne!(c.grade(&CancelStop).grade, Grade::Fail);
     }
 
     #[test]

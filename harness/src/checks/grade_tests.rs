@@ -17,6 +17,7 @@ fn passing() -> Case {
     c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"once"}));
     c.select(json!(0), "once");
     c.prompt_result("end_turn");
+    c.ev(json!({"type":"turn","sessionId":SID,"state":"completed","stopReason":"end_turn"}));
     c
 }
 
@@ -40,6 +41,8 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "fs",
             "initialize",
             "session-isolation",
+            "turn-end",
+            "tool-call-row",
             "auto-approval"
         ]
     );
@@ -66,6 +69,8 @@ fn completed_run_grades_each_check() {
             ("fs", Grade::NotApplicable),
             ("initialize", Grade::Pass),
             ("session-isolation", Grade::NotApplicable),
+            ("turn-end", Grade::Pass),
+            ("tool-call-row", Grade::Pass),
             ("auto-approval", Grade::Pass),
         ]
     );
@@ -166,6 +171,29 @@ fn incomplete_run_turns_pass_and_not_applicable_into_timeout_but_fail_stands() {
             t.message.contains("step 6: client sent no response"),
             "{id}"
         );
+    }
+}
+
+#[test]
+fn a_closed_agent_connection_is_not_called_a_timeout() {
+    let mut c = Case::new();
+    c.handshake();
+    c.prompt();
+    c.note(json!({"type":"connection_closed","step":"6"}));
+    c.end = RunEnd::Incomplete {
+        step: 6,
+        reason: "client closed the agent connection at step 6 (t.toml:30) while waiting".into(),
+    };
+    let trials = grade_case(&c.record());
+    for id in ["offered-options", "jsonrpc", "fs"] {
+        let t = trial(&trials, id);
+        assert_eq!(t.grade, Grade::Crash, "{id}");
+        assert!(
+            t.message.contains("nothing timed out"),
+            "{id}: {}",
+            t.message
+        );
+        assert!(!t.message.contains("gave up waiting"), "{id}");
     }
 }
 

@@ -7,8 +7,11 @@
 //! type); no response goes to an unknown id or to a notification; and the client never reuses the
 //! id of one of its own requests that is still pending.
 //!
-//! Reading: "never answered" is judged only on a run that completed (an unfinished run is graded
-//! by its end). A frame the harness duplicated on purpose (note `{"type":"fault","kind":
+//! Reading: "never answered" is judged on a run that completed, and on a run that stopped waiting
+//! for the client (runner note `run_stopped`) for every request that had waited at least one step
+//! timeout by then, or that was pending when the client closed the agent connection: a client
+//! that drops agent requests fails here by name, not only with `timeout`. A crash is graded as
+//! the death. A frame the harness duplicated on purpose (note `{"type":"fault","kind":
 //! "duplicate"}`) may be answered once or twice. An error response with id `null` after the
 //! agent wrote garbage on that connection is the JSON-RPC answer to garbage (-32700), not a
 //! response to an unknown id. A line over the harness's frame limit (note `frame_too_long`, 16 MiB
@@ -45,6 +48,17 @@ impl Check for JsonRpc {
                         "client frame #{} is not a JSON-RPC 2.0 message: {reason} (#4).",
                         msg.index
                     ),
+                    &[msg.index],
+                );
+            }
+        }
+        // 1a. An ACP method sent as the wrong kind of message: a `session/cancel` with an id
+        // waits for an answer the agent never sends; a `session/prompt` without one never gets
+        // its stop reason (#1, #2).
+        for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
+            if let Some(why) = super::schema::wrong_kind(msg) {
+                problems.fail(
+                    format!("client frame #{} was {why} (#1, #2).", msg.index),
                     &[msg.index],
                 );
             }
@@ -92,12 +106,13 @@ impl Check for JsonRpc {
                     ),
                     &frames,
                 );
-            } else if answers.is_empty() && case.end == RunEnd::Completed {
+            } else if answers.is_empty() && unanswered_counts(case, model, msg.index) {
                 problems.fail(
                     format!(
-                        "agent request #{} ({method}, id {}) was never answered.{}",
+                        "agent request #{} ({method}, id {}) was never answered{}.{}",
                         msg.index,
                         describe_id(id),
+                        super::before_the_end(case, model),
                         near_miss(model, msg.conn, id, msg.index)
                     ),
                     &[msg.index],
@@ -115,9 +130,12 @@ impl Check for JsonRpc {
                     ),
                     &frames,
                 );
-            } else if answers.is_empty() && case.end == RunEnd::Completed {
+            } else if answers.is_empty() && unanswered_counts(case, model, first) {
                 problems.fail(
-                    format!("the duplicated agent request #{first} was never answered."),
+                    format!(
+                        "the duplicated agent request #{first} was never answered{}.",
+                        super::before_the_end(case, model)
+                    ),
                     &[first],
                 );
             }
@@ -152,6 +170,37 @@ impl Check for JsonRpc {
             );
         }
         problems.finish("")
+    }
+}
+
+/// True if a request without an answer counts as never answered: on a completed run always; on a
+/// run that stopped (runner note `run_stopped`) when the client closed the agent connection after
+/// it, or it had waited at least one step timeout by then (the run stopped waiting for the client,
+/// perhaps for this very answer). A crash is graded as the death; a request that was pending for
+/// less than a step when something else stopped the run may just not have been answered yet.
+fn unanswered_counts(case: &CaseRecord, model: &WireModel<'_>, request: usize) -> bool {
+    match case.end {
+        RunEnd::Completed => true,
+        RunEnd::Incomplete { .. } | RunEnd::Timeout { .. } => {
+            let Some((stopped, note)) = model.notes.iter().find(|(_, n)| {
+                n.get("type").and_then(serde_json::Value::as_str) == Some("run_stopped")
+            }) else {
+                return false;
+            };
+            if request > *stopped {
+                return false;
+            }
+            if super::connection_closed(model) {
+                return true;
+            }
+            let step_us = note
+                .get("step_timeout_ms")
+                .and_then(serde_json::Value::as_u64)
+                .map_or(u64::MAX, |ms| ms.saturating_mul(1000));
+            let at = |i: usize| model.entry(i).map_or(0, |e| e.at_us);
+            at(*stopped).saturating_sub(at(request)) >= step_us
+        }
+        _ => false,
     }
 }
 
@@ -309,5 +358,63 @@ mod tests {
         let c = base();
         c.c2a(json!({"jsonrpc":"2.0","id":2,"method":"session/set_mode","params":{"sessionId":"ses_1","modeId":"x"}}));
         assert_grade(&c.grade(&JsonRpc), Grade::Fail, "reuses id 2 (number)");
+    }
+
+    fn stopped(c: &mut Case, step_timeout_ms: u64) {
+        c.note(json!({"type":"run_stopped","step_timeout_ms":step_timeout_ms}));
+        c.end = RunEnd::Incomplete {
+            step: 5,
+            reason: "client sent no answer to request `perm` within 5000 ms".into(),
+        };
+    }
+
+    #[test]
+    fn a_request_that_waited_a_step_is_never_answered_even_when_the_run_stopped() {
+        let mut c = base();
+        let p = c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"sessionId":"ses_1","path":"/a"}}));
+        stopped(&mut c, 0);
+        let f = c.grade(&JsonRpc);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "was never answered before the run gave up waiting",
+        );
+        assert_eq!(f.frames, vec![p]);
+
+        // Pending for less than a step when something else stopped the run: not judged.
+        let mut c = base();
+        c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"sessionId":"ses_1","path":"/a"}}));
+        stopped(&mut c, 3_600_000);
+        assert_eq!(c.grade(&JsonRpc).grade, Grade::Pass);
+
+        // The client closed the agent connection: pending requests are lost, whatever the time.
+        let mut c = base();
+        c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"x/unknown","params":{}}));
+        c.note(json!({"type":"connection_closed","step":"4"}));
+        stopped(&mut c, 3_600_000);
+        assert_grade(
+            &c.grade(&JsonRpc),
+            Grade::Fail,
+            "never answered before the client closed the agent connection",
+        );
+    }
+
+    #[test]
+    fn a_notification_sent_as_a_request_is_named() {
+        let c = base();
+        let m = c.c2a(json!({"jsonrpc":"2.0","id":5,"method":"session/cancel","params":{"sessionId":"ses_1"}}));
+        let f = c.grade(&JsonRpc);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "was sent as a request, but `session/cancel` is a notification",
+        );
+        assert!(f.frames.contains(&m));
+        let schema = c.grade(&crate::checks::Schema);
+        assert_grade(
+            &schema,
+            Grade::Fail,
+            "sent as a request, but `session/cancel` is a notification",
+        );
     }
 }

@@ -18,6 +18,8 @@ mod session_cwd;
 mod session_isolation;
 mod stable_item_type;
 mod subject_kind;
+mod tool_call_row;
+mod turn_end;
 
 pub use auto_approval::{AutoApproval, declared_policy};
 pub use cancel_stop::CancelStop;
@@ -30,6 +32,8 @@ pub use session_cwd::SessionCwd;
 pub use session_isolation::SessionIsolation;
 pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
+pub use tool_call_row::ToolCallRow;
+pub use turn_end::TurnEnd;
 
 use serde::{Deserialize, Serialize};
 
@@ -163,6 +167,8 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(Fs),
         Box::new(Initialize),
         Box::new(SessionIsolation),
+        Box::new(TurnEnd),
+        Box::new(ToolCallRow),
         Box::new(AutoApproval),
     ]
 }
@@ -237,6 +243,21 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
                 end => {
                     let finding = check.evaluate_with(record, &model);
                     match (finding.grade, end) {
+                        // Nothing timed out: the client walked away from the agent.
+                        (Grade::Pass | Grade::NotApplicable, RunEnd::Incomplete { reason, .. })
+                            if connection_closed(&model) =>
+                        {
+                            Finding::new(
+                                Grade::Crash,
+                                with_stderr(
+                                    format!(
+                                        "the run did not finish, and nothing timed out: {reason}; the agent was left without its client"
+                                    ),
+                                    &record.stderr_tail,
+                                ),
+                                Vec::new(),
+                            )
+                        }
                         (Grade::Pass | Grade::NotApplicable, RunEnd::Incomplete { reason, .. })
                         | (Grade::Pass | Grade::NotApplicable, RunEnd::Timeout { reason, .. }) => {
                             Finding::new(
@@ -282,6 +303,26 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
         .collect()
 }
 
+/// True if the run stopped because the client closed the agent connection (engine note
+/// `connection_closed`), not because a wait ran out.
+pub(crate) fn connection_closed(model: &WireModel<'_>) -> bool {
+    model
+        .notes
+        .iter()
+        .any(|(_, n)| n.get("type").and_then(|t| t.as_str()) == Some("connection_closed"))
+}
+
+/// How an unfinished run ended, as words to append to "… was never answered": nothing on a
+/// completed run.
+pub(crate) fn before_the_end(case: &CaseRecord, model: &WireModel<'_>) -> &'static str {
+    match case.end {
+        RunEnd::Completed => "",
+        RunEnd::Crash { .. } => " before the client died",
+        _ if connection_closed(model) => " before the client closed the agent connection",
+        _ => " before the run gave up waiting",
+    }
+}
+
 /// True if the client's profile observer reports every event the check can be graded from.
 fn observed(check: &dyn Check, model: &WireModel<'_>) -> bool {
     let events = check.observable_with();
@@ -317,7 +358,14 @@ fn crash_message(
 ) -> String {
     let code = exit_code.map_or("none".to_owned(), |c| c.to_string());
     let signal = signal.unwrap_or("none");
-    let mut message = format!("the client crashed (exit code {code}, signal {signal}): {reason}");
+    with_stderr(
+        format!("the client crashed (exit code {code}, signal {signal}): {reason}"),
+        stderr,
+    )
+}
+
+/// `message`, then the client's stderr tail.
+fn with_stderr(mut message: String, stderr: &str) -> String {
     let tail = stderr.trim_end();
     if tail.is_empty() {
         message.push_str("\nstderr: (empty)");

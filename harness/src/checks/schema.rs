@@ -17,7 +17,7 @@
 //! [`SCHEMA_VERSION`]: crate::acp_schema::SCHEMA_VERSION
 
 use super::{Check, Finding, Problems};
-use crate::acp_schema::{PayloadKind, Validation, validate};
+use crate::acp_schema::{PayloadKind, Validation, validate, wrong_message_kind};
 use crate::record::CaseRecord;
 use crate::wire_model::{MsgKind, ResponseBody, Side, WireModel, WireMsg};
 
@@ -84,11 +84,15 @@ impl Check for Schema {
             };
             let problem = match verdict {
                 Validation::Valid | Validation::Extension => continue,
-                Validation::UnknownMethod => format!(
-                    "{what}: not an ACP v1 {} → {} method",
-                    msg.from.as_str(),
-                    msg.from.peer().as_str()
-                ),
+                Validation::UnknownMethod => match wrong_kind(msg) {
+                    // An ACP method sent as the wrong kind of message: jsonrpc grades it too.
+                    Some(why) => format!("{what}: {why}"),
+                    None => format!(
+                        "{what}: not an ACP v1 {} → {} method",
+                        msg.from.as_str(),
+                        msg.from.peer().as_str()
+                    ),
+                },
                 Validation::Invalid(errors) => format!("{what}: {}", errors.join("; ")),
             };
             match msg.from {
@@ -110,6 +114,17 @@ impl Check for Schema {
         }
         problems.finish("")
     }
+}
+
+/// "sent as a request, but `session/cancel` is a notification" for a request or notification
+/// whose method ACP v1 defines only as the other kind (in its direction).
+pub(crate) fn wrong_kind(msg: &WireMsg<'_>) -> Option<String> {
+    let (kind, method) = match msg.kind {
+        MsgKind::Request { method, .. } => (PayloadKind::RequestParams, method),
+        MsgKind::Notification { method } => (PayloadKind::NotificationParams, method),
+        _ => return None,
+    };
+    wrong_message_kind(msg.from, kind, method)
 }
 
 #[cfg(test)]

@@ -3,7 +3,9 @@
 //!
 //! Requirement: when a client has two or more sessions, every approval card (and its resolution)
 //! is shown in the session whose agent asked; a timeline item for a tool call is shown only in a
-//! session where the agent announced that `toolCallId`; and a user cancel of one session sends
+//! session where the agent announced that `toolCallId`, and its status and title follow that
+//! session's own updates for that id (a change that shows what another session's frame for the
+//! same id said, and not what its own session said, fails citing both frames); and a user cancel of one session sends
 //! `session/cancel` for that session only and answers `cancelled` only that session's pending
 //! permission requests.
 //!
@@ -47,6 +49,7 @@ impl Check for SessionIsolation {
         let mut problems = Problems::new();
         check_cards(model, &mut problems);
         check_items(model, &mut problems);
+        check_item_state(model, &mut problems);
         check_cancels(model, &mut problems);
         problems.finish("")
     }
@@ -134,6 +137,70 @@ fn check_items(model: &WireModel<'_>, problems: &mut Problems) {
                 ),
                 &[frame, first],
             );
+        }
+    }
+}
+
+/// An item's status and title follow its own session's frames for that id: a change that shows
+/// what another session's frame for the same `toolCallId` said (and not what its own session
+/// said) was caused by that frame (pingdotgg/t3code#304: tool calls keyed by id alone).
+fn check_item_state(model: &WireModel<'_>, problems: &mut Problems) {
+    for ((session_id, tool_call_id), _) in model.items() {
+        let others: Vec<&str> = model
+            .session_ids
+            .iter()
+            .copied()
+            .filter(|&o| o != session_id && !model.tool_frames(o, tool_call_id).is_empty())
+            .collect();
+        if others.is_empty() {
+            continue;
+        }
+        let mut previous: Option<(usize, Option<&str>, Option<&str>)> = None;
+        for event in model.item_events(session_id, tool_call_id) {
+            let Control::Item { status, title, .. } = event.control else {
+                continue;
+            };
+            let since = previous.map_or(0, |(i, _, _)| i);
+            let own = model.described_before(session_id, tool_call_id, event.index);
+            let fields = [
+                ("status", status, previous.and_then(|p| p.1), own.status),
+                ("title", title, previous.and_then(|p| p.2), own.title),
+            ];
+            for (field, shown, before, own_value) in fields {
+                let (Some(shown), Some(own_value)) = (shown, own_value) else {
+                    continue;
+                };
+                if previous.is_some() && before == Some(shown) || shown == own_value {
+                    continue;
+                }
+                let culprit = others.iter().find_map(|&other| {
+                    let frame = *model
+                        .tool_frames(other, tool_call_id)
+                        .iter()
+                        .rev()
+                        .find(|&&f| f > since && f < event.index)?;
+                    let theirs = model.described_before(other, tool_call_id, event.index);
+                    let value = if field == "status" {
+                        theirs.status
+                    } else {
+                        theirs.title
+                    };
+                    (value == Some(shown)).then_some((other, frame))
+                });
+                if let Some((other, frame)) = culprit {
+                    let mut frames = vec![frame, event.index];
+                    frames.extend(own.last_frame);
+                    problems.fail(
+                        format!(
+                            "the timeline item #{} for tool call \"{tool_call_id}\" in session \"{session_id}\" shows {field} \"{shown}\", which session \"{other}\" sent for its own tool call of that id (#{frame}); session \"{session_id}\" said \"{own_value}\"{}. Expected each session's row to follow its own updates: tool calls keyed by (sessionId, toolCallId) (#56).",
+                            event.index,
+                            own.last_frame.map_or(String::new(), |f| format!(" (#{f})"))
+                        ),
+                        &frames,
+                    );
+                }
+            }
+            previous = Some((event.index, status, title));
         }
     }
 }
@@ -350,5 +417,43 @@ mod tests {
             &format!("announced only in session \"{SID}\" (#{announced})"),
         );
         assert!(f.frames.contains(&item));
+    }
+
+    /// Both sessions announce tool call "t" and update it differently.
+    fn same_id_two_states(c: &Case) -> (usize, usize) {
+        c.update(json!({"sessionUpdate":"tool_call","toolCallId":"t","title":"npm test","kind":"execute","status":"pending"}));
+        c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"t","itemType":"command","status":"pending","title":"npm test"}));
+        c.a2c(json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":SID2,"update":
+            {"sessionUpdate":"tool_call","toolCallId":"t","title":"npm test","kind":"execute","status":"pending"}}}));
+        c.ev(json!({"type":"item","sessionId":SID2,"toolCallId":"t","itemType":"command","status":"pending","title":"npm test"}));
+        let b = c.a2c(json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":SID2,"update":
+            {"sessionUpdate":"tool_call_update","toolCallId":"t","status":"failed","title":"aborted"}}}));
+        (b, 0)
+    }
+
+    #[test]
+    fn each_row_following_its_own_session_passes() {
+        let c = two_sessions();
+        same_id_two_states(&c);
+        c.ev(json!({"type":"item","sessionId":SID2,"toolCallId":"t","itemType":"command","status":"failed","title":"aborted"}));
+        c.update(json!({"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed"}));
+        c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"t","itemType":"command","status":"completed","title":"npm test"}));
+        assert_eq!(c.grade(&SessionIsolation), Finding::pass());
+    }
+
+    #[test]
+    fn a_row_changed_by_the_other_sessions_update_fails_citing_both() {
+        let c = two_sessions();
+        let (b, _) = same_id_two_states(&c);
+        // Keyed by toolCallId alone: session 2's update lands on session 1's row.
+        let wrong = c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"t","itemType":"command","status":"failed","title":"aborted"}));
+        let f = c.grade(&SessionIsolation);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            &format!("shows status \"failed\", which session \"{SID2}\" sent"),
+        );
+        assert!(f.message.contains("shows title \"aborted\""), "{f:?}");
+        assert!(f.frames.contains(&b) && f.frames.contains(&wrong), "{f:?}");
     }
 }

@@ -109,7 +109,12 @@ impl Check for StableItemType {
             }
         }
         if !any {
-            return Finding::not_applicable("client showed no timeline items");
+            // Nothing to retype. Rows that should exist and do not are `tool-call-row`'s.
+            return Finding::not_applicable(if model.announced_tool_calls().is_empty() {
+                "the agent announced no tool call"
+            } else {
+                "client showed no timeline items, so none could change type (tool-call-row grades the missing rows)"
+            });
         }
         problems.finish("")
     }
@@ -239,7 +244,14 @@ mod tests {
         assert_grade(
             &c.grade(&StableItemType),
             Grade::NotApplicable,
-            "no timeline items",
+            "the agent announced no tool call",
+        );
+        c.prompt();
+        c.update(json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"e","kind":"edit"}));
+        assert_grade(
+            &c.grade(&StableItemType),
+            Grade::NotApplicable,
+            "tool-call-row grades the missing rows",
         );
     }
 }

@@ -204,14 +204,7 @@ fn check_approval(
             expected.subject.as_str(),
             expected.reason
         );
-        let weaker = !expected.from_specific_kind
-            && match shown {
-                Subject::Generic => true,
-                Subject::Command => effective.has_command(),
-                Subject::FileChange => effective.has_diff() || effective.has_locations(),
-                _ => false,
-            };
-        if weaker {
+        if effective.weakly_supports(shown) {
             problems.warn(message, &frames);
         } else {
             problems.fail(message, &frames);

@@ -1,0 +1,344 @@
+//! `turn-end` — every turn the agent ends is shown ended, in the state the agent ended it in
+//! (acp-spec §5 #38, #46, #48: the
+//! agent ends every turn with a `StopReason`; showing that end is the client's half).
+//!
+//! Requirement: when the agent answers a `session/prompt` with a `stopReason`, the client reports
+//! (control `turn` event) that the turn of that session ended, before the harness's settle time
+//! runs out, and in the state that stop reason means:
+//!
+//! | stopReason | state the client must show |
+//! |---|---|
+//! | `end_turn` | `completed`; `completed` or `failed` when a permission request of the turn was answered with a reject option or `cancelled` (a denied tool may well make the client call the turn failed: acpx `exec` exits 5, PERMISSION_DENIED) |
+//! | `cancelled` | `cancelled`; also `failed` when the user did not press Stop and a permission request of the turn was answered with a reject option or `cancelled` (codex-acp 0.13 ends the turn `cancelled` after an abort) |
+//! | `refusal` | `refused` |
+//! | `max_tokens`, `max_turn_requests` | `completed` or `failed`: the turn ended normally as far as the protocol goes, but a client may well present a cut-off answer as a failure; both say "ended", the others do not |
+//!
+//! Why: a client that stops processing after one update it does not understand
+//! (xenodium/agent-shell#455), or simply never shows the end of a turn (the stuck spinner of
+//! pingdotgg/t3code#7484; JetBrains stuck in "running", agentclientprotocol/claude-agent-acp#694)
+//! leaves the user waiting for a turn that is over.
+//!
+//! Reading:
+//! * A turn's end is the last `turn` event for the session with a state other than `running`
+//!   after the `session/prompt` and before the session's next prompt (the control `prompt`
+//!   command or the next `session/prompt` on the wire). One shown before the agent's answer counts
+//!   if its state is right (a client may show a Stop at once).
+//! * The runner waits up to one step timeout for every turn's end before it sends `shutdown`
+//!   (note `{"type":"settle_timeout"}` when it gave up): an end reported only after the
+//!   `shutdown` command came too late, and none at all is `fail` on a completed run. On a run that
+//!   did not finish, a missing end proves nothing (the run's end is the verdict).
+//! * A `session/prompt` answered with an error, or with a stop reason ACP v1 does not define, is
+//!   not judged here.
+//! * Needs the control plane, or a client profile's observer that reports `turn`.
+
+use super::{Check, Finding, Problems};
+use crate::record::{CaseRecord, RunEnd};
+use crate::wire_model::{Control, PermissionAnswer, Side, WireModel, WireMsg};
+
+pub struct TurnEnd;
+
+impl Check for TurnEnd {
+    fn id(&self) -> &'static str {
+        "turn-end"
+    }
+
+    fn rules(&self) -> &'static [u16] {
+        &[38, 46, 48]
+    }
+
+    fn requirement(&self) -> &'static str {
+        "Every turn the agent ends with a stopReason is shown ended, within the settle time, in the state that stop reason means."
+    }
+
+    fn needs_control_plane(&self) -> bool {
+        true
+    }
+
+    fn observable_with(&self) -> &'static [&'static str] {
+        &["turn"]
+    }
+
+    fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
+        let mut problems = Problems::new();
+        let mut judged = 0;
+        let shutdown = model
+            .controls
+            .iter()
+            .find(|c| matches!(c.control, Control::Shutdown { .. }))
+            .map(|c| c.index);
+        let settle_note = model
+            .notes
+            .iter()
+            .find(|(_, n)| n.get("type").and_then(|t| t.as_str()) == Some("settle_timeout"))
+            .map(|(i, _)| *i);
+        let prompts = model
+            .msgs
+            .iter()
+            .filter(|m| m.from == Side::Client && m.is_request_for("session/prompt"));
+        for prompt in prompts {
+            let Some(sid) = prompt.params_session_id() else {
+                continue;
+            };
+            let Some((response, stop_reason)) = stop_of(model, prompt) else {
+                continue;
+            };
+            let Some(mut accepted) = states_for(stop_reason) else {
+                continue;
+            };
+            // A tool the client denied may make it call the turn failed, unless the user's own
+            // Stop ended it (then `cancelled` it is: cancel-stop's rule too).
+            let user_stopped = model
+                .user_cancels()
+                .iter()
+                .any(|c| c.index > prompt.index && c.index < response && c.session_id == Some(sid));
+            if matches!(stop_reason, "end_turn" | "cancelled")
+                && !user_stopped
+                && denied_in_turn(model, sid, prompt.index, response)
+            {
+                accepted = AFTER_DENIAL[usize::from(stop_reason == "cancelled")];
+            }
+            judged += 1;
+            let bound = next_prompt(model, sid, response);
+            let ends: Vec<(usize, &str)> = model
+                .controls_from(prompt.index + 1)
+                .iter()
+                .take_while(|c| c.index < bound)
+                .filter_map(|c| match c.control {
+                    Control::Turn {
+                        session_id, state, ..
+                    } if session_id == sid && state != "running" => Some((c.index, state)),
+                    _ => None,
+                })
+                .collect();
+            let expected = accepted
+                .iter()
+                .map(|s| format!("\"{s}\""))
+                .collect::<Vec<_>>()
+                .join(" or ");
+            match ends.last() {
+                Some(&(at, state)) if !accepted.contains(&state) => problems.fail(
+                    format!(
+                        "the agent ended the turn of session \"{sid}\" with stopReason \"{stop_reason}\" (#{response}), but the client shows the turn as \"{state}\" (#{at}). Expected {expected}."
+                    ),
+                    &[response, at],
+                ),
+                // Only a completed run settled before its shutdown; otherwise the harness shut
+                // the client down at once, and an end after that is not late.
+                Some(&(at, _))
+                    if case.end == RunEnd::Completed && shutdown.is_some_and(|s| s < at) =>
+                {
+                    let shutdown = shutdown.unwrap_or_default();
+                    problems.fail(
+                        format!(
+                            "the agent ended the turn of session \"{sid}\" with stopReason \"{stop_reason}\" (#{response}), but the client reported the end (#{at}) only after the settle time ran out and the harness had sent shutdown (#{shutdown}). Expected the turn shown ended at once."
+                        ),
+                        &[response, shutdown, at],
+                    )
+                }
+                Some(_) => {}
+                None if case.end == RunEnd::Completed => {
+                    let mut frames = vec![prompt.index, response];
+                    frames.extend(settle_note);
+                    problems.fail(
+                        format!(
+                            "the agent ended the turn of session \"{sid}\" with stopReason \"{stop_reason}\" (#{response}), but the client never reported that the turn ended{}. Expected a turn event with state {expected}.",
+                            match settle_note {
+                                Some(n) => format!(" (the harness waited for it until #{n})"),
+                                None => String::new(),
+                            }
+                        ),
+                        &frames,
+                    );
+                }
+                // An unfinished run is graded by its end.
+                None => {}
+            }
+        }
+        if judged == 0 {
+            return Finding::not_applicable("the agent ended no turn with a stopReason");
+        }
+        problems.finish("")
+    }
+}
+
+/// The agent's first answer to a prompt that carries a string `stopReason`.
+fn stop_of<'a>(model: &WireModel<'a>, prompt: &WireMsg<'a>) -> Option<(usize, &'a str)> {
+    model.answers_to(prompt.index).into_iter().find_map(|a| {
+        let stop = model.msg(a)?.result()?.get("stopReason")?.as_str()?;
+        Some((a, stop))
+    })
+}
+
+/// The turn states that show a turn ended with this stop reason (`None`: not ACP v1's).
+fn states_for(stop_reason: &str) -> Option<&'static [&'static str]> {
+    Some(match stop_reason {
+        "end_turn" => &["completed"],
+        "cancelled" => &["cancelled"],
+        "refusal" => &["refused"],
+        "max_tokens" | "max_turn_requests" => &["completed", "failed"],
+        _ => return None,
+    })
+}
+
+/// `end_turn` / `cancelled` (the agent's own, no user Stop) after the client denied a tool in
+/// that turn: `failed` is an honest summary too (acpx `exec` exits 5, PERMISSION_DENIED, when its
+/// policy rejected a request; codex-acp 0.13 ends a turn `cancelled` after an abort).
+const AFTER_DENIAL: [&[&str]; 2] = [&["completed", "failed"], &["cancelled", "failed"]];
+
+/// True if a permission request of session `sid` between `from` and `to` was answered with a
+/// `reject_*` option or `cancelled`.
+fn denied_in_turn(model: &WireModel<'_>, sid: &str, from: usize, to: usize) -> bool {
+    model
+        .permissions
+        .iter()
+        .filter(|p| p.session_id == Some(sid) && p.index > from && p.index < to)
+        .any(|p| {
+            p.answers.iter().any(|&a| match model.permission_answer(a) {
+                PermissionAnswer::Cancelled => true,
+                PermissionAnswer::Selected(id) => p
+                    .option(id)
+                    .and_then(|o| o.kind)
+                    .is_some_and(|k| k.starts_with("reject")),
+                _ => false,
+            })
+        })
+}
+
+/// Where the next turn of `sid` begins after `after`: the user's next prompt in that session
+/// (control command) or the client's next `session/prompt` for it, whichever comes first.
+fn next_prompt(model: &WireModel<'_>, sid: &str, after: usize) -> usize {
+    let wire = model
+        .session_msgs_from(sid, after + 1)
+        .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
+        .map_or(usize::MAX, |m| m.index);
+    let user = model
+        .controls_from(after + 1)
+        .iter()
+        .take_while(|c| c.index < wire)
+        .find(|c| match c.control {
+            Control::Prompt { session, .. } => {
+                model.session_for_handle(session, c.index) == Some(sid)
+            }
+            _ => false,
+        })
+        .map_or(usize::MAX, |c| c.index);
+    wire.min(user)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+    use crate::checks::testkit::{Case, SID, assert_grade};
+    use serde_json::json;
+
+    fn turn(c: &Case, state: &str) -> usize {
+        c.ev(json!({"type":"turn","sessionId":SID,"state":state}))
+    }
+
+    fn shutdown(c: &Case) -> usize {
+        c.cmd(json!({"type":"shutdown","seq":9}))
+    }
+
+    #[test]
+    fn each_stop_reason_shown_as_its_state_passes() {
+        for (reason, state) in [
+            ("end_turn", "completed"),
+            ("cancelled", "cancelled"),
+            ("refusal", "refused"),
+            ("max_tokens", "completed"),
+            ("max_turn_requests", "failed"),
+        ] {
+            let c = Case::new();
+            c.handshake();
+            c.prompt();
+            turn(&c, "running");
+            c.prompt_result(reason);
+            turn(&c, state);
+            shutdown(&c);
+            assert_eq!(c.grade(&TurnEnd), Finding::pass(), "{reason}");
+        }
+    }
+
+    #[test]
+    fn a_turn_never_shown_ended_fails_citing_the_stop_reason() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        turn(&c, "running");
+        let r = c.prompt_result("end_turn");
+        let n = c.note(json!({"type":"settle_timeout","waited_ms":5000}));
+        shutdown(&c);
+        let f = c.grade(&TurnEnd);
+        assert_grade(&f, Grade::Fail, "never reported that the turn ended");
+        assert!(f.frames.contains(&r) && f.frames.contains(&n), "{f:?}");
+    }
+
+    #[test]
+    fn end_turn_may_be_shown_failed_only_after_a_denied_tool() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.prompt_result("end_turn");
+        turn(&c, "failed");
+        assert_grade(&c.grade(&TurnEnd), Grade::Fail, "Expected \"completed\"");
+
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.permission(
+            json!(0),
+            json!({"toolCallId":"t"}),
+            crate::checks::testkit::opts3(),
+        );
+        c.select(json!(0), "reject");
+        c.prompt_result("end_turn");
+        turn(&c, "failed");
+        assert_eq!(c.grade(&TurnEnd), Finding::pass());
+    }
+
+    #[test]
+    fn a_wrong_state_or_a_late_end_fails() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.prompt_result("refusal");
+        turn(&c, "completed");
+        assert_grade(
+            &c.grade(&TurnEnd),
+            Grade::Fail,
+            "shows the turn as \"completed\"",
+        );
+
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.prompt_result("end_turn");
+        shutdown(&c);
+        turn(&c, "completed");
+        assert_grade(
+            &c.grade(&TurnEnd),
+            Grade::Fail,
+            "only after the settle time",
+        );
+    }
+
+    #[test]
+    fn unfinished_runs_and_unknown_reasons_are_not_judged_here() {
+        let mut c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.prompt_result("end_turn");
+        c.end = RunEnd::Incomplete {
+            step: 3,
+            reason: "x".into(),
+        };
+        assert_eq!(c.grade(&TurnEnd).grade, Grade::Pass);
+
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.prompt_result("exploded");
+        assert_eq!(c.grade(&TurnEnd).grade, Grade::NotApplicable);
+    }
+}
