@@ -4,13 +4,20 @@
 //! The calls are the ones `clients/reference/src/client.rs` makes for a permission request: every
 //! announcement goes through `Timeline::announce` (the item the timeline shows), the card's
 //! subject is `classify` of the effective tool call, its buttons are `parse_options` + `labels`,
-//! and a click answers with the option found on the card. No process, pipe or runtime: the same
+//! and a click answers with the option found on the card. Before the card, `decide.rs`'s
+//! `Decider` (with the turn's `--policy`) may answer by itself, as `Client::own_answer` does; the
+//! hello is `control::hello`, which declares that policy. No process, pipe or runtime: the same
 //! turn the pipe target plays, at memory speed, with libFuzzer's coverage feedback inside the
 //! mapping code.
 
+use std::path::Path;
+
+use acp_harness::fuzz::PolicyChoice;
 use acp_harness::fuzz::inprocess::{Card, ItemShown, Mapping, play};
-use mimalloc::MiMalloc;
 use acp_reference_client::approvals::{self, PermissionOption};
+use acp_reference_client::decide::{Decider, Policy};
+use acp_reference_client::{client, control};
+use mimalloc::MiMalloc;
 use acp_reference_client::subject::{Subject, classify};
 use acp_reference_client::timeline::{ItemView, Timeline};
 use serde_json::Value;
@@ -23,8 +30,23 @@ static GLOBAL: MiMalloc = MiMalloc;
 #[derive(Default)]
 pub struct ReferenceMapping {
     timeline: Timeline,
+    /// What it approves without asking (no grants: a turn has one request).
+    decider: Decider,
     /// The buttons of the card on screen.
     card: Vec<PermissionOption>,
+}
+
+impl ReferenceMapping {
+    /// The reference client started with this policy (`--policy`).
+    pub fn new(policy: PolicyChoice) -> Self {
+        let policy = policy.flag().map(|flag| {
+            Policy::parse(flag).unwrap_or_else(|e| panic!("fuzz policy {flag:?}: {e}"))
+        });
+        ReferenceMapping {
+            decider: Decider::new(policy, None),
+            ..ReferenceMapping::default()
+        }
+    }
 }
 
 /// The control vocabulary word of a subject (`file_change`, …).
@@ -44,6 +66,26 @@ fn shown(view: ItemView) -> ItemShown {
 }
 
 impl Mapping for ReferenceMapping {
+    fn hello(&self) -> Value {
+        let hello = control::hello(client::NAME, &client::version(None), self.decider.policy());
+        serde_json::to_value(hello).unwrap_or_default()
+    }
+
+    fn decide(&mut self, params: &Value, workspace: &str) -> Option<String> {
+        let offered = params["options"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let (options, _skipped) = approvals::parse_options(offered);
+        self.decider.answer_for(
+            &self.timeline,
+            params["sessionId"].as_str()?,
+            Path::new(workspace),
+            params["toolCall"].as_object()?,
+            &options,
+        )
+    }
+
     fn announce(&mut self, session_id: &str, update: &Value) -> Option<ItemShown> {
         let update = update.as_object()?;
         let id = update.get("toolCallId")?.as_str()?;
@@ -91,7 +133,7 @@ pub fn fuzz_mapping_inprocess(data: &[u8]) {
     let Some(turn) = acp_harness::fuzz::decode(data) else {
         return;
     };
-    if let Err(summary) = play(&turn, &mut ReferenceMapping::default()) {
+    if let Err(summary) = play(&turn, &mut ReferenceMapping::new(turn.policy)) {
         panic!("{summary}");
     }
 }
@@ -125,7 +167,7 @@ mod tests {
         let started = std::time::Instant::now();
         let mut findings = 0;
         for turn in &turns {
-            findings += usize::from(play(turn, &mut ReferenceMapping::default()).is_err());
+            findings += usize::from(play(turn, &mut ReferenceMapping::new(turn.policy)).is_err());
         }
         let secs = started.elapsed().as_secs_f64();
         println!(
@@ -142,8 +184,14 @@ mod tests {
     fn a_wrong_mapping_is_caught() {
         struct AlwaysCommand(ReferenceMapping);
         impl Mapping for AlwaysCommand {
+            fn hello(&self) -> Value {
+                self.0.hello()
+            }
             fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
                 self.0.announce(s, u)
+            }
+            fn decide(&mut self, p: &Value, w: &str) -> Option<String> {
+                self.0.decide(p, w)
             }
             fn approval(&mut self, p: &Value) -> Card {
                 Card {

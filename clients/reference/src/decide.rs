@@ -13,7 +13,9 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::approvals::PermissionOption;
 use crate::mutation::Mutant;
+use crate::timeline::Timeline;
 
 /// The kinds a policy may name (ACP `ToolKind`).
 const KINDS: [&str; 10] = [
@@ -206,6 +208,31 @@ impl Decider {
             let may_always = all_granted || self.policy.as_ref().is_some_and(|p| p.allow_always);
             may_always.then(|| pick("allow_always")).flatten()
         })
+    }
+
+    /// The option to answer a request with by itself, from what `timeline` knows about its tool
+    /// call and the options as parsed for its card (what the client asks for every request, and
+    /// the in-process fuzz target too).
+    pub fn answer_for(
+        &self,
+        timeline: &Timeline,
+        session_id: &str,
+        workspace: &Path,
+        request: &Map<String, Value>,
+        options: &[PermissionOption],
+    ) -> Option<String> {
+        let tool_call_id = request.get("toolCallId")?.as_str()?;
+        let (kinds, places) = timeline.facts(session_id, tool_call_id);
+        let facts = ToolFacts {
+            kinds,
+            places,
+            request,
+        };
+        let offered: Vec<(String, String)> = options
+            .iter()
+            .map(|o| (o.option_id.clone(), o.kind.clone()))
+            .collect();
+        self.decide(session_id, workspace, &facts, &offered)
     }
 
     fn inside(&self, place: &str, workspace: &Path) -> bool {
