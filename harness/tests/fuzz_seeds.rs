@@ -145,3 +145,106 @@ fn a_seed_as_a_regression_scenario_reproduces_the_finding() {
     );
     assert_eq!(trial.grade, Grade::Fail, "{}", trial.message);
 }
+
+/// The decision mutants of the reference client (`acp-reference-client --help`) are caught by
+/// `auto-approval` on the policy seeds, on a fresh client too; the reference client plays the
+/// same seeds clean (`seed_corpus_replays_clean`).
+#[test]
+fn decision_mutants_are_caught_by_the_policy_seeds() {
+    for (mutant, name) in [
+        (
+            "approve-by-request-kind",
+            "policy-read-only-execute-requested-as-read.json",
+        ),
+        ("approve-by-title-guess", "policy-read-only-title-cat-no-kind.json"),
+        (
+            "workspace-prefix-check",
+            "policy-workspace-write-edit-through-parent.json",
+        ),
+        (
+            "workspace-prefix-check",
+            "policy-workspace-write-edit-sibling-prefix.json",
+        ),
+    ] {
+        let mut d = driver(ClientSpec::mutant(mutant).expect("mutant"));
+        let finding = d
+            .play(&seed(name))
+            .expect_err(&format!("{mutant} approves {name} by itself"));
+        let s = &finding.summary;
+        assert!(s.contains("auto-approval [fail]"), "{mutant}, {name}:\n{s}");
+        assert!(s.contains("was approved by the client itself"), "{s}");
+        assert!(
+            s.contains("reproduces on a freshly started client: yes"),
+            "{s}"
+        );
+    }
+}
+
+/// A policy seed is really decided by the client: the reference client started with the seed's
+/// `--policy` declares it in `hello`, answers by itself (`by: policy`, no card), and the driver
+/// does not wait for a card that never comes.
+#[test]
+fn the_reference_client_answers_policy_seeds_by_itself() {
+    let mut d = driver(ClientSpec::reference().expect("reference"));
+    let played = d
+        .play(&seed("policy-read-only-read-inside.json"))
+        .expect("a read inside the workspace is within read-only");
+    let events: Vec<&serde_json::Value> = played
+        .record
+        .transcript
+        .iter()
+        .filter(|e| e.direction == acp_fake_agents::transcript::Direction::AdapterToHarness)
+        .filter_map(|e| e.json.as_ref())
+        .collect();
+    let of_type = |t: &'static str| events.iter().filter(move |e| e["type"] == t);
+    let hello = of_type("hello").next().expect("hello");
+    assert_eq!(hello["policy"]["approves"], serde_json::json!(["read", "search"]));
+    assert_eq!(of_type("approval").count(), 0, "no card: {events:?}");
+    let resolved = of_type("approval_resolved").next().expect("resolved");
+    assert_eq!(resolved["by"], "policy");
+    assert_eq!(resolved["optionId"], "once");
+    let trial = played
+        .verdict
+        .trials
+        .iter()
+        .find(|t| t.check == "auto-approval")
+        .expect("graded");
+    assert_eq!(trial.grade, Grade::Pass, "{}", trial.message);
+}
+
+/// A remembered `allow_always` is judged with the turn that granted it: the grant turn is
+/// replayed at the head of later slices, so the reference client's remembered read passes,
+/// and the mutant that lets one grant open every kind is caught on the next turn's execute —
+/// a finding that needs the earlier turn (it does not reproduce on a fresh client).
+#[test]
+fn a_remembered_grant_is_judged_with_the_turn_that_gave_it() {
+    let grant = seed("grant-read-always.json");
+    let execute = seed("grant-then-execute.json");
+    let mut reference = driver(ClientSpec::reference().expect("reference"));
+    reference.play(&grant).expect("the user grants reads");
+    let again = reference
+        .play(&grant)
+        .expect("the remembered grant approves the next read");
+    let by_policy = again.record.transcript.iter().any(|e| {
+        e.json
+            .as_ref()
+            .is_some_and(|j| j["type"] == "approval_resolved" && j["by"] == "policy")
+    });
+    assert!(by_policy, "the second read was answered by the grant");
+    reference
+        .play(&execute)
+        .expect("a read grant does not cover an execute");
+
+    let mut mutant = driver(ClientSpec::mutant("remembered-any-kind").expect("mutant"));
+    mutant.play(&grant).expect("the user grants reads");
+    let finding = mutant
+        .play(&execute)
+        .expect_err("one grant opened every kind");
+    let s = &finding.summary;
+    assert!(s.contains("auto-approval [fail]"), "{s}");
+    assert!(s.contains("remembered grants in this session cover only read"), "{s}");
+    assert!(
+        s.contains("reproduces on a freshly started client: NO"),
+        "{s}"
+    );
+}
