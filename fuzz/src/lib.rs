@@ -166,8 +166,12 @@ mod tests {
             acp_harness::fuzz::pseudo_random_turns(0x9e37_79b9_7f4a_7c15, 20_000, 256).collect();
         let started = std::time::Instant::now();
         let mut findings = 0;
+        let mut first = None;
         for turn in &turns {
-            findings += usize::from(play(turn, &mut ReferenceMapping::new(turn.policy)).is_err());
+            if let Err(summary) = play(turn, &mut ReferenceMapping::new(turn.policy)) {
+                findings += 1;
+                first.get_or_insert(summary);
+            }
         }
         let secs = started.elapsed().as_secs_f64();
         println!(
@@ -175,7 +179,59 @@ mod tests {
             turns.len(),
             turns.len() as f64 / secs
         );
-        assert_eq!(findings, 0);
+        assert_eq!(findings, 0, "first finding:\n{}", first.unwrap_or_default());
+    }
+
+    fn seed(name: &str) -> acp_harness::fuzz::PermissionTurn {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("seeds/permission_mapping")
+            .join(name);
+        acp_harness::fuzz::decode(&std::fs::read(path).expect("seed")).expect("decodes")
+    }
+
+    /// The in-process turn is decided by the reference client's own decision code: a read inside
+    /// the workspace under read-only is answered by itself, and a decision code that approves
+    /// what the policy does not cover is caught by `auto-approval`.
+    #[test]
+    fn the_decision_is_the_reference_clients_and_a_wrong_one_is_caught() {
+        struct ApproveEverything(ReferenceMapping);
+        impl Mapping for ApproveEverything {
+            fn hello(&self) -> Value {
+                self.0.hello()
+            }
+            fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
+                self.0.announce(s, u)
+            }
+            fn decide(&mut self, p: &Value, _: &str) -> Option<String> {
+                p["options"][0]["optionId"].as_str().map(str::to_owned)
+            }
+            fn approval(&mut self, p: &Value) -> Card {
+                self.0.approval(p)
+            }
+            fn choose(&mut self, o: &str) -> Option<String> {
+                self.0.choose(o)
+            }
+        }
+        let read = seed("policy-read-only-read-inside.json");
+        let mut mapping = ReferenceMapping::new(read.policy);
+        let params = serde_json::json!({"sessionId":"s","toolCall":{"toolCallId":"c","kind":"read"},
+            "options":[{"optionId":"once","name":"Allow","kind":"allow_once"}]});
+        // As the client does: the request's toolCall is announced, then decided on.
+        mapping.announce("s", &params["toolCall"]);
+        assert_eq!(mapping.decide(&params, "/work").as_deref(), Some("once"));
+        play(&read, &mut ReferenceMapping::new(read.policy)).expect("clean");
+        for name in [
+            "policy-read-only-execute-requested-as-read.json",
+            "policy-read-only-title-cat-no-kind.json",
+            "policy-workspace-write-edit-through-parent.json",
+            "policy-workspace-write-edit-sibling-prefix.json",
+        ] {
+            let turn = seed(name);
+            play(&turn, &mut ReferenceMapping::new(turn.policy)).expect("the reference asks");
+            let summary = play(&turn, &mut ApproveEverything(ReferenceMapping::new(turn.policy)))
+                .expect_err("approving everything breaks the policy");
+            assert!(summary.contains("auto-approval [fail]"), "{name}: {summary}");
+        }
     }
 
     /// The in-process target can fail: a mapping that shows every card as a command (the

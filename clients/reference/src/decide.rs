@@ -198,10 +198,17 @@ impl Decider {
         {
             return None;
         }
+        // An id that also names an option of another kind is ambiguous: the agent may take the
+        // answer for that other option (an "always", a reject), so the client leaves it to the user.
+        let unambiguous = |id: &str, kind: &str| {
+            options
+                .iter()
+                .all(|(other, other_kind)| other != id || other_kind == kind)
+        };
         let pick = |kind: &str| {
             options
                 .iter()
-                .find(|(_, k)| k == kind)
+                .find(|(id, k)| k == kind && unambiguous(id, kind))
                 .map(|(id, _)| id.clone())
         };
         pick("allow_once").or_else(|| {
@@ -482,6 +489,27 @@ mod tests {
         );
         assert_eq!(d.decide("t", ws, &facts(&read, &[], &empty), &opts()), None);
         assert_eq!(d.decide("s", ws, &facts(&exec, &[], &empty), &opts()), None);
+    }
+
+    #[test]
+    fn an_option_id_shared_with_another_kind_is_never_picked() {
+        let d = Decider::new(Policy::parse("approve-all").ok(), None);
+        let empty = Map::new();
+        let exec = vec!["execute".to_owned()];
+        let ws = Path::new("/nonexistent-ws");
+        let shared = vec![
+            ("x".to_owned(), "allow_always".to_owned()),
+            ("x".to_owned(), "allow_once".to_owned()),
+            ("y".to_owned(), "allow_once".to_owned()),
+        ];
+        assert_eq!(
+            d.decide("s", ws, &facts(&exec, &[], &empty), &shared),
+            Some("y".into())
+        );
+        assert_eq!(
+            d.decide("s", ws, &facts(&exec, &[], &empty), &shared[..2]),
+            None
+        );
     }
 
     #[test]
