@@ -368,33 +368,50 @@ pub fn places_of(fields: &Map<String, Value>) -> Vec<String> {
     };
     out.extend(paths("locations", "path"));
     out.extend(paths("content", "path"));
-    if let Some(Value::Object(raw)) = fields.get("rawInput") {
-        for (key, value) in raw {
-            if matches!(
-                key.as_str(),
-                "command" | "cmd" | "content" | "new_string" | "old_string"
-            ) {
-                continue;
+    if let Some(raw) = fields.get("rawInput") {
+        raw_input_places(raw, None, &mut out, 0);
+    }
+    out
+}
+
+/// The places in a `rawInput` value, at any depth (a bare string, arrays, nested objects): strings
+/// that are absolute paths, URLs or home paths, and non-empty values of path keys. Command text
+/// and file contents are not places.
+fn raw_input_places(value: &Value, key: Option<&str>, out: &mut Vec<String>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    match value {
+        Value::String(s) => {
+            let path_key = key.is_some_and(|k| {
+                k.to_lowercase().contains("path")
+                    || matches!(k, "file" | "dir" | "directory" | "cwd" | "url")
+            });
+            let looks_like_place = s.starts_with('/')
+                || s.starts_with('~')
+                || s.starts_with("http://")
+                || s.starts_with("https://");
+            if looks_like_place || (path_key && !s.is_empty()) {
+                out.push(s.clone());
             }
-            let strings: Vec<&str> = match value {
-                Value::String(s) => vec![s],
-                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-                _ => Vec::new(),
-            };
-            let path_key = key.to_lowercase().contains("path")
-                || matches!(key.as_str(), "file" | "dir" | "directory" | "cwd" | "url");
-            for s in strings {
-                let looks_like_place = s.starts_with('/')
-                    || s.starts_with('~')
-                    || s.starts_with("http://")
-                    || s.starts_with("https://");
-                if looks_like_place || (path_key && !s.is_empty()) {
-                    out.push(s.to_owned());
+        }
+        Value::Array(items) => {
+            for item in items {
+                raw_input_places(item, key, out, depth + 1);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                if !matches!(
+                    k.as_str(),
+                    "command" | "cmd" | "content" | "new_string" | "old_string"
+                ) {
+                    raw_input_places(v, Some(k), out, depth + 1);
                 }
             }
         }
+        _ => {}
     }
-    out
 }
 
 #[cfg(test)]
@@ -534,5 +551,11 @@ mod tests {
         let mut got = places_of(fields.as_object().unwrap());
         got.sort();
         assert_eq!(got, ["/w/a", "/w/b", "c", "https://e.test"]);
+        // A bare string and nested values are places too (found by mapping_inprocess: a read of
+        // `"rawInput": "/etc/passwd"` was approved under read-only).
+        let bare = json!({"rawInput": "/etc/passwd"});
+        assert_eq!(places_of(bare.as_object().unwrap()), ["/etc/passwd"]);
+        let nested = json!({"rawInput": {"opts": {"paths": ["/x", "y"]}}});
+        assert_eq!(places_of(nested.as_object().unwrap()), ["/x", "y"]);
     }
 }

@@ -115,6 +115,7 @@ impl Names<'_> {
             }
             RawInput::File(l) => object([("filePath", self.path(l).into())]),
             RawInput::Scalar(t) => self.text(t).into(),
+            RawInput::ScalarPath(l) => self.path(l).into(),
         })
     }
 

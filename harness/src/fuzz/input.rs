@@ -197,6 +197,8 @@ pub enum RawInput {
     File(Location),
     /// A bare JSON string.
     Scalar(Text),
+    /// A bare JSON string holding a path (some agents send the path alone).
+    ScalarPath(Location),
 }
 
 /// `content` of a tool call.
@@ -546,7 +548,7 @@ impl ToolCallShape {
                 words.truncate(MAX_ITEMS);
                 words.iter_mut().for_each(Text::normalize);
             }
-            RawInput::File(l) => l.name.normalize(),
+            RawInput::File(l) | RawInput::ScalarPath(l) => l.name.normalize(),
             RawInput::Scalar(t) => t.normalize(),
             RawInput::Absent | RawInput::Null | RawInput::Empty => {}
         }
