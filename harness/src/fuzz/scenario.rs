@@ -229,7 +229,7 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
 /// replay the scenario under it.
 fn policy_comment(w: &mut String, id: &str, flag: &str) {
     let argv = serde_json::to_string(&[
-        "target/release/acp-reference-client",
+        "/abs/path/to/acp-reference-client",
         "--policy",
         flag,
     ])
@@ -242,7 +242,7 @@ fn policy_comment(w: &mut String, id: &str, flag: &str) {
          #   acp-harness replay '{AGENT}@{VERSION}/{id}' --client '{argv}'\n\
          # (a mutant: add \"--mutant\", \"<name>\"). Under another policy the client may ask where it\n\
          # answered by itself, or answer where it asked; `auto-approval` judges either against the\n\
-         # policy the client declares."
+         # policy the client declares.\n#"
     );
 }
 
@@ -343,7 +343,7 @@ mod tests {
         let text = to_scenario(&turn, "fuzz-p", "t");
         parse(&text, "fuzz-p");
         assert!(
-            text.contains("--client '[\"target/release/acp-reference-client\",\"--policy\",\"{\\\"approves\\\""),
+            text.contains("--client '[\"/abs/path/to/acp-reference-client\",\"--policy\",\"{\\\"approves\\\""),
             "{text}"
         );
         assert!(text.contains("replay 'regressions@fuzz/fuzz-p'"), "{text}");
