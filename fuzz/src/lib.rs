@@ -16,10 +16,10 @@ use acp_harness::fuzz::PolicyChoice;
 use acp_harness::fuzz::inprocess::{Card, ItemShown, Mapping, play};
 use acp_reference_client::approvals::{self, PermissionOption};
 use acp_reference_client::decide::{Decider, Policy};
-use acp_reference_client::{client, control};
-use mimalloc::MiMalloc;
 use acp_reference_client::subject::{Subject, classify};
 use acp_reference_client::timeline::{ItemView, Timeline};
+use acp_reference_client::{client, control};
+use mimalloc::MiMalloc;
 use serde_json::Value;
 
 /// Both targets allocate for every input; mimalloc makes that cheap.
@@ -228,9 +228,15 @@ mod tests {
         ] {
             let turn = seed(name);
             play(&turn, &mut ReferenceMapping::new(turn.policy)).expect("the reference asks");
-            let summary = play(&turn, &mut ApproveEverything(ReferenceMapping::new(turn.policy)))
-                .expect_err("approving everything breaks the policy");
-            assert!(summary.contains("auto-approval [fail]"), "{name}: {summary}");
+            let summary = play(
+                &turn,
+                &mut ApproveEverything(ReferenceMapping::new(turn.policy)),
+            )
+            .expect_err("approving everything breaks the policy");
+            assert!(
+                summary.contains("auto-approval [fail]"),
+                "{name}: {summary}"
+            );
         }
     }
 

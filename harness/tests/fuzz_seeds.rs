@@ -156,7 +156,10 @@ fn decision_mutants_are_caught_by_the_policy_seeds() {
             "approve-by-request-kind",
             "policy-read-only-execute-requested-as-read.json",
         ),
-        ("approve-by-title-guess", "policy-read-only-title-cat-no-kind.json"),
+        (
+            "approve-by-title-guess",
+            "policy-read-only-title-cat-no-kind.json",
+        ),
         (
             "workspace-prefix-check",
             "policy-workspace-write-edit-through-parent.json",
@@ -198,7 +201,10 @@ fn the_reference_client_answers_policy_seeds_by_itself() {
         .collect();
     let of_type = |t: &'static str| events.iter().filter(move |e| e["type"] == t);
     let hello = of_type("hello").next().expect("hello");
-    assert_eq!(hello["policy"]["approves"], serde_json::json!(["read", "search"]));
+    assert_eq!(
+        hello["policy"]["approves"],
+        serde_json::json!(["read", "search"])
+    );
     assert_eq!(of_type("approval").count(), 0, "no card: {events:?}");
     let resolved = of_type("approval_resolved").next().expect("resolved");
     assert_eq!(resolved["by"], "policy");
@@ -242,7 +248,10 @@ fn a_remembered_grant_is_judged_with_the_turn_that_gave_it() {
         .expect_err("one grant opened every kind");
     let s = &finding.summary;
     assert!(s.contains("auto-approval [fail]"), "{s}");
-    assert!(s.contains("remembered grants in this session cover only read"), "{s}");
+    assert!(
+        s.contains("remembered grants in this session cover only read"),
+        "{s}"
+    );
     assert!(
         s.contains("reproduces on a freshly started client: NO"),
         "{s}"

@@ -591,8 +591,7 @@ impl Client {
             .announce(session_id, tool_call_id, tool_call, turn);
         self.show_item(view);
         if !cancelling {
-            if let Some(option_id) = self.own_answer(session_id, tool_call, &options)
-            {
+            if let Some(option_id) = self.own_answer(session_id, tool_call, &options) {
                 // Decided without the user: no card, the harness sees `by: policy`.
                 self.events.push(Event::ApprovalResolved {
                     session_id: session_id.to_owned(),

@@ -63,7 +63,12 @@ pub trait Mapping {
 
 /// The checks that grade a mapping in-process.
 fn checks() -> [&'static dyn Check; 4] {
-    [&SubjectKind, &OfferedOptions, &StableItemType, &AutoApproval]
+    [
+        &SubjectKind,
+        &OfferedOptions,
+        &StableItemType,
+        &AutoApproval,
+    ]
 }
 
 /// Entries of a synthetic transcript.
@@ -153,7 +158,10 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
     }
     log.item(shown);
     let (selected, by) = match card {
-        Some(card) => (user_acts(turn, mapping, card, &request_id, &mut log), "user"),
+        Some(card) => (
+            user_acts(turn, mapping, card, &request_id, &mut log),
+            "user",
+        ),
         None => (own, "policy"),
     };
     let (outcome, resolved) = match &selected {

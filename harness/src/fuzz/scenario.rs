@@ -228,12 +228,8 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
 /// §5.5): the header says which `--policy` the fuzzer ran the reference client with, and how to
 /// replay the scenario under it.
 fn policy_comment(w: &mut String, id: &str, flag: &str) {
-    let argv = serde_json::to_string(&[
-        "/abs/path/to/acp-reference-client",
-        "--policy",
-        flag,
-    ])
-    .unwrap_or_default();
+    let argv = serde_json::to_string(&["/abs/path/to/acp-reference-client", "--policy", flag])
+        .unwrap_or_default();
     let _ = writeln!(
         w,
         "#\n\
@@ -343,12 +339,14 @@ mod tests {
         let text = to_scenario(&turn, "fuzz-p", "t");
         parse(&text, "fuzz-p");
         assert!(
-            text.contains("--client '[\"/abs/path/to/acp-reference-client\",\"--policy\",\"{\\\"approves\\\""),
+            text.contains(
+                "--client '[\"/abs/path/to/acp-reference-client\",\"--policy\",\"{\\\"approves\\\""
+            ),
             "{text}"
         );
         assert!(text.contains("replay 'regressions@fuzz/fuzz-p'"), "{text}");
-        let plain = decode(br#"{"request":{"sparse":{"kind":"read"}},"action":"leave"}"#)
-            .expect("decodes");
+        let plain =
+            decode(br#"{"request":{"sparse":{"kind":"read"}},"action":"leave"}"#).expect("decodes");
         assert!(!to_scenario(&plain, "fuzz-q", "t").contains("Client policy"));
     }
 
