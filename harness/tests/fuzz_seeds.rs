@@ -257,3 +257,54 @@ fn a_remembered_grant_is_judged_with_the_turn_that_gave_it() {
         "{s}"
     );
 }
+
+/// A policy seed written as a scenario replays under the policy its header names: the reference
+/// client started with that `--policy` answers by itself, the user's Stop meant for the pending
+/// request is skipped (no card ever pends), and every check passes; the scenario's `cancelled`
+/// branch is not taken.
+#[test]
+fn a_policy_seed_as_a_scenario_replays_under_its_policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let artifact = seeds_dir().join("policy-workspace-write-edit-inside.json");
+    let path = fuzz::scenario::write_regression(&artifact, dir.path(), Some("edit-inside"), None)
+        .expect("scenario written");
+    let text = std::fs::read_to_string(&path).expect("scenario");
+    assert!(text.contains("`--policy workspace-write`"), "{text}");
+    let scenario = acp_fake_agents::scenario::load(&path).expect("parses");
+    let case = scenario.cases().remove(0);
+    let cfg = RunConfig::new(dir.path().to_path_buf()).expect("run config");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut client = ClientSpec::reference().expect("reference");
+    client
+        .argv
+        .extend(["--policy".to_owned(), "workspace-write".to_owned()]);
+    let result = runtime.block_on(run_case(&case, &client, &cfg));
+    for t in &result.trials {
+        assert!(
+            matches!(t.grade, Grade::Pass | Grade::NotApplicable),
+            "{} [{}] {}",
+            t.check,
+            t.grade.as_str(),
+            t.message
+        );
+    }
+    let notes: Vec<&serde_json::Value> = result
+        .record
+        .transcript
+        .iter()
+        .filter_map(|e| e.json.as_ref())
+        .collect();
+    assert!(
+        notes.iter().any(|j| j["type"] == "user_cancel_skipped"),
+        "the Stop was skipped"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|j| j["type"] == "approval_resolved" && j["by"] == "policy"),
+        "answered by the client itself"
+    );
+}
