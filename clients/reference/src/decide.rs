@@ -115,6 +115,10 @@ pub struct ToolFacts<'a> {
     pub places: &'a [String],
     /// The request's own `toolCall`.
     pub request: &'a Map<String, Value>,
+    /// The tool call as every announcement merged it: what its kind is inferred from when no
+    /// announcement named a specific one (a command given by an earlier update is still an
+    /// execute when the request itself is sparse; found by the permission_mapping fuzz target).
+    pub call: &'a Map<String, Value>,
 }
 
 /// The policy, the remembered grants, and the mutant that may bend them.
@@ -158,7 +162,7 @@ impl Decider {
         facts: &ToolFacts<'_>,
         options: &[(String, String)],
     ) -> Option<String> {
-        let mut kinds = effective_kinds(facts.kinds, facts.request);
+        let mut kinds = effective_kinds(facts.kinds, facts.call);
         // MUTANT approve-by-request-kind (felinics/Memoh#972): the decision reads the request's
         // own `toolCall.kind` only, so an execute requested as a read is approved as a read.
         if self.mutant == Some(Mutant::ApproveByRequestKind) {
@@ -234,6 +238,7 @@ impl Decider {
             kinds,
             places,
             request,
+            call: timeline.call(session_id, tool_call_id).unwrap_or(request),
         };
         let offered: Vec<(String, String)> = options
             .iter()
@@ -428,6 +433,7 @@ mod tests {
             kinds,
             places,
             request,
+            call: request,
         }
     }
 
@@ -506,6 +512,20 @@ mod tests {
         );
         assert_eq!(d.decide("t", ws, &facts(&read, &[], &empty), &opts()), None);
         assert_eq!(d.decide("s", ws, &facts(&exec, &[], &empty), &opts()), None);
+    }
+
+    #[test]
+    fn the_kind_is_inferred_from_the_merged_call_not_the_sparse_request() {
+        let d = Decider::new(Policy::parse(r#"{"approves":["other"]}"#).ok(), None);
+        let sparse = json!({"toolCallId":"c","kind":"other","status":"pending"});
+        let merged = json!({"toolCallId":"c","kind":"other","rawInput":{"command":"rm -rf /"}});
+        let facts = ToolFacts {
+            kinds: &[],
+            places: &[],
+            request: sparse.as_object().unwrap(),
+            call: merged.as_object().unwrap(),
+        };
+        assert_eq!(d.decide("s", Path::new("/ws"), &facts, &opts()), None);
     }
 
     #[test]
