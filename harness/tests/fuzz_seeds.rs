@@ -240,6 +240,26 @@ fn a_remembered_grant_is_judged_with_the_turn_that_gave_it() {
     reference
         .play(&execute)
         .expect("a read grant does not cover an execute");
+    // The user clicks a reject whose id is also an allow_always's: the client takes it for the
+    // allow_always and remembers deletes; the grant turn is kept, so the next delete it approves
+    // by itself is judged with it.
+    reference
+        .play(&seed("grant-by-a-colliding-id.json"))
+        .expect("the user's click");
+    let delete = fuzz::decode(
+        br#"{"announce":{"kind":"delete","title":"rm a"},"request":{"sparse":{"kind":"delete"}},"options":[{"id":"once","name":"Allow once","kind":"allow_once"},{"id":"no","name":"Reject","kind":"reject_once"}],"action":"leave"}"#,
+    )
+    .expect("decodes");
+    let approved = reference
+        .play(&delete)
+        .expect("the remembered delete is judged with its grant");
+    assert!(
+        approved.record.transcript.iter().any(|e| e
+            .json
+            .as_ref()
+            .is_some_and(|j| j["type"] == "approval_resolved" && j["by"] == "policy")),
+        "the delete was answered by the remembered grant"
+    );
 
     let mut mutant = driver(ClientSpec::mutant("remembered-any-kind").expect("mutant"));
     mutant.play(&grant).expect("the user grants reads");

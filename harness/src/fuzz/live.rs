@@ -403,7 +403,12 @@ impl Live {
                 if is_card(&first, slice) {
                     let seq = match (turn.action, turn.chosen()) {
                         (Action::Choose(_), Some(option)) => {
-                            granted = option.kind == OptionKind::AllowAlways;
+                            // Any option with that id: ids collide, and the client may take
+                            // the click for the `allow_always` one.
+                            granted = turn
+                                .options
+                                .iter()
+                                .any(|o| o.id == option.id && o.kind == OptionKind::AllowAlways);
                             self.command(
                                 slice,
                                 json!({"type":"choose","requestId":request_id,"optionId":option.id.as_str()}),
