@@ -98,7 +98,7 @@ for target in permission_mapping mapping_inprocess; do
       grep -Eq '^ *(fail|warn|error|timeout|crash)  '; then
       verdict="reproduces"
     else
-      verdict="does not reproduce as a scenario (it may depend on earlier turns)"
+      verdict="does not reproduce as a scenario (it may depend on earlier turns, or on the client policy its header names: replayed here without it)"
     fi
     echo "- \`$target\` $name → \`${written#"$root"/}\`: $verdict" >>"$summary"
   done

@@ -4,15 +4,22 @@
 //! The calls are the ones `clients/reference/src/client.rs` makes for a permission request: every
 //! announcement goes through `Timeline::announce` (the item the timeline shows), the card's
 //! subject is `classify` of the effective tool call, its buttons are `parse_options` + `labels`,
-//! and a click answers with the option found on the card. No process, pipe or runtime: the same
+//! and a click answers with the option found on the card. Before the card, `decide.rs`'s
+//! `Decider` (with the turn's `--policy`) may answer by itself, as `Client::own_answer` does; the
+//! hello is `control::hello`, which declares that policy. No process, pipe or runtime: the same
 //! turn the pipe target plays, at memory speed, with libFuzzer's coverage feedback inside the
 //! mapping code.
 
+use std::path::Path;
+
+use acp_harness::fuzz::PolicyChoice;
 use acp_harness::fuzz::inprocess::{Card, ItemShown, Mapping, play};
-use mimalloc::MiMalloc;
 use acp_reference_client::approvals::{self, PermissionOption};
+use acp_reference_client::decide::{Decider, Policy};
 use acp_reference_client::subject::{Subject, classify};
 use acp_reference_client::timeline::{ItemView, Timeline};
+use acp_reference_client::{client, control};
+use mimalloc::MiMalloc;
 use serde_json::Value;
 
 /// Both targets allocate for every input; mimalloc makes that cheap.
@@ -23,8 +30,23 @@ static GLOBAL: MiMalloc = MiMalloc;
 #[derive(Default)]
 pub struct ReferenceMapping {
     timeline: Timeline,
+    /// What it approves without asking (no grants: a turn has one request).
+    decider: Decider,
     /// The buttons of the card on screen.
     card: Vec<PermissionOption>,
+}
+
+impl ReferenceMapping {
+    /// The reference client started with this policy (`--policy`).
+    pub fn new(policy: PolicyChoice) -> Self {
+        let policy = policy.flag().map(|flag| {
+            Policy::parse(flag).unwrap_or_else(|e| panic!("fuzz policy {flag:?}: {e}"))
+        });
+        ReferenceMapping {
+            decider: Decider::new(policy, None),
+            ..ReferenceMapping::default()
+        }
+    }
 }
 
 /// The control vocabulary word of a subject (`file_change`, …).
@@ -44,6 +66,26 @@ fn shown(view: ItemView) -> ItemShown {
 }
 
 impl Mapping for ReferenceMapping {
+    fn hello(&self) -> Value {
+        let hello = control::hello(client::NAME, &client::version(None), self.decider.policy());
+        serde_json::to_value(hello).unwrap_or_default()
+    }
+
+    fn decide(&mut self, params: &Value, workspace: &str) -> Option<String> {
+        let offered = params["options"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        let (options, _skipped) = approvals::parse_options(offered);
+        self.decider.answer_for(
+            &self.timeline,
+            params["sessionId"].as_str()?,
+            Path::new(workspace),
+            params["toolCall"].as_object()?,
+            &options,
+        )
+    }
+
     fn announce(&mut self, session_id: &str, update: &Value) -> Option<ItemShown> {
         let update = update.as_object()?;
         let id = update.get("toolCallId")?.as_str()?;
@@ -91,7 +133,7 @@ pub fn fuzz_mapping_inprocess(data: &[u8]) {
     let Some(turn) = acp_harness::fuzz::decode(data) else {
         return;
     };
-    if let Err(summary) = play(&turn, &mut ReferenceMapping::default()) {
+    if let Err(summary) = play(&turn, &mut ReferenceMapping::new(turn.policy)) {
         panic!("{summary}");
     }
 }
@@ -124,8 +166,12 @@ mod tests {
             acp_harness::fuzz::pseudo_random_turns(0x9e37_79b9_7f4a_7c15, 20_000, 256).collect();
         let started = std::time::Instant::now();
         let mut findings = 0;
+        let mut first = None;
         for turn in &turns {
-            findings += usize::from(play(turn, &mut ReferenceMapping::default()).is_err());
+            if let Err(summary) = play(turn, &mut ReferenceMapping::new(turn.policy)) {
+                findings += 1;
+                first.get_or_insert(summary);
+            }
         }
         let secs = started.elapsed().as_secs_f64();
         println!(
@@ -133,7 +179,65 @@ mod tests {
             turns.len(),
             turns.len() as f64 / secs
         );
-        assert_eq!(findings, 0);
+        assert_eq!(findings, 0, "first finding:\n{}", first.unwrap_or_default());
+    }
+
+    fn seed(name: &str) -> acp_harness::fuzz::PermissionTurn {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("seeds/permission_mapping")
+            .join(name);
+        acp_harness::fuzz::decode(&std::fs::read(path).expect("seed")).expect("decodes")
+    }
+
+    /// The in-process turn is decided by the reference client's own decision code: a read inside
+    /// the workspace under read-only is answered by itself, and a decision code that approves
+    /// what the policy does not cover is caught by `auto-approval`.
+    #[test]
+    fn the_decision_is_the_reference_clients_and_a_wrong_one_is_caught() {
+        struct ApproveEverything(ReferenceMapping);
+        impl Mapping for ApproveEverything {
+            fn hello(&self) -> Value {
+                self.0.hello()
+            }
+            fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
+                self.0.announce(s, u)
+            }
+            fn decide(&mut self, p: &Value, _: &str) -> Option<String> {
+                p["options"][0]["optionId"].as_str().map(str::to_owned)
+            }
+            fn approval(&mut self, p: &Value) -> Card {
+                self.0.approval(p)
+            }
+            fn choose(&mut self, o: &str) -> Option<String> {
+                self.0.choose(o)
+            }
+        }
+        let read = seed("policy-read-only-read-inside.json");
+        let mut mapping = ReferenceMapping::new(read.policy);
+        let params = serde_json::json!({"sessionId":"s","toolCall":{"toolCallId":"c","kind":"read"},
+            "options":[{"optionId":"once","name":"Allow","kind":"allow_once"}]});
+        // As the client does: the request's toolCall is announced, then decided on.
+        mapping.announce("s", &params["toolCall"]);
+        assert_eq!(mapping.decide(&params, "/work").as_deref(), Some("once"));
+        play(&read, &mut ReferenceMapping::new(read.policy)).expect("clean");
+        for name in [
+            "policy-read-only-execute-requested-as-read.json",
+            "policy-read-only-title-cat-no-kind.json",
+            "policy-workspace-write-edit-through-parent.json",
+            "policy-workspace-write-edit-sibling-prefix.json",
+        ] {
+            let turn = seed(name);
+            play(&turn, &mut ReferenceMapping::new(turn.policy)).expect("the reference asks");
+            let summary = play(
+                &turn,
+                &mut ApproveEverything(ReferenceMapping::new(turn.policy)),
+            )
+            .expect_err("approving everything breaks the policy");
+            assert!(
+                summary.contains("auto-approval [fail]"),
+                "{name}: {summary}"
+            );
+        }
     }
 
     /// The in-process target can fail: a mapping that shows every card as a command (the
@@ -142,8 +246,14 @@ mod tests {
     fn a_wrong_mapping_is_caught() {
         struct AlwaysCommand(ReferenceMapping);
         impl Mapping for AlwaysCommand {
+            fn hello(&self) -> Value {
+                self.0.hello()
+            }
             fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
                 self.0.announce(s, u)
+            }
+            fn decide(&mut self, p: &Value, w: &str) -> Option<String> {
+                self.0.decide(p, w)
             }
             fn approval(&mut self, p: &Value) -> Card {
                 Card {

@@ -347,8 +347,25 @@ impl UserDriver for ControlPlane {
             } => {
                 if let Some(request_id) = pending_request {
                     let what = format!("approval for request {request_id}");
-                    self.wait_for(timeout, &what, |s| Self::approval_for(s, &request_id))
+                    let shown = self
+                        .wait_for(timeout, &what, |s| {
+                            Self::approval_for(s, &request_id)
+                                .map(|_| true)
+                                .or_else(|| {
+                                    Self::decided_by_client(s, &request_id).then_some(false)
+                                })
+                        })
                         .await?;
+                    if !shown {
+                        // As for a choose: the approval the user meant to Stop on was answered
+                        // by the client itself and never pending (the fuzz driver does the same).
+                        self.rec.note(json!({
+                            "type": "user_cancel_skipped",
+                            "requestId": request_id,
+                            "reason": "the client answered this request by itself (approval_resolved by policy) and showed no card",
+                        }));
+                        return Ok(());
+                    }
                 }
                 self.send(json!({"type":"cancel","session":session}))
                     .await?;

@@ -271,10 +271,8 @@ async fn run_case_inner(
         }
     };
     rec.note(json!({"type":"client_started","argv":argv,"pid":launched.pgid}));
-    if let Some(declared) = client.declared_policy() {
+    if let Some(note) = client.declared_policy_note() {
         // The transcript says what the client promised, so it can be judged on its own.
-        let mut note = serde_json::to_value(&declared)?;
-        note["type"] = json!("declared_policy");
         rec.note(note);
     }
 

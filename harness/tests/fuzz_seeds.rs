@@ -145,3 +145,186 @@ fn a_seed_as_a_regression_scenario_reproduces_the_finding() {
     );
     assert_eq!(trial.grade, Grade::Fail, "{}", trial.message);
 }
+
+/// The decision mutants of the reference client (`acp-reference-client --help`) are caught by
+/// `auto-approval` on the policy seeds, on a fresh client too; the reference client plays the
+/// same seeds clean (`seed_corpus_replays_clean`).
+#[test]
+fn decision_mutants_are_caught_by_the_policy_seeds() {
+    for (mutant, name) in [
+        (
+            "approve-by-request-kind",
+            "policy-read-only-execute-requested-as-read.json",
+        ),
+        (
+            "approve-by-title-guess",
+            "policy-read-only-title-cat-no-kind.json",
+        ),
+        (
+            "workspace-prefix-check",
+            "policy-workspace-write-edit-through-parent.json",
+        ),
+        (
+            "workspace-prefix-check",
+            "policy-workspace-write-edit-sibling-prefix.json",
+        ),
+    ] {
+        let mut d = driver(ClientSpec::mutant(mutant).expect("mutant"));
+        let finding = d
+            .play(&seed(name))
+            .expect_err(&format!("{mutant} approves {name} by itself"));
+        let s = &finding.summary;
+        assert!(s.contains("auto-approval [fail]"), "{mutant}, {name}:\n{s}");
+        assert!(s.contains("was approved by the client itself"), "{s}");
+        assert!(
+            s.contains("reproduces on a freshly started client: yes"),
+            "{s}"
+        );
+    }
+}
+
+/// A policy seed is really decided by the client: the reference client started with the seed's
+/// `--policy` declares it in `hello`, answers by itself (`by: policy`, no card), and the driver
+/// does not wait for a card that never comes.
+#[test]
+fn the_reference_client_answers_policy_seeds_by_itself() {
+    let mut d = driver(ClientSpec::reference().expect("reference"));
+    let played = d
+        .play(&seed("policy-read-only-read-inside.json"))
+        .expect("a read inside the workspace is within read-only");
+    let events: Vec<&serde_json::Value> = played
+        .record
+        .transcript
+        .iter()
+        .filter(|e| e.direction == acp_fake_agents::transcript::Direction::AdapterToHarness)
+        .filter_map(|e| e.json.as_ref())
+        .collect();
+    let of_type = |t: &'static str| events.iter().filter(move |e| e["type"] == t);
+    let hello = of_type("hello").next().expect("hello");
+    assert_eq!(
+        hello["policy"]["approves"],
+        serde_json::json!(["read", "search"])
+    );
+    assert_eq!(of_type("approval").count(), 0, "no card: {events:?}");
+    let resolved = of_type("approval_resolved").next().expect("resolved");
+    assert_eq!(resolved["by"], "policy");
+    assert_eq!(resolved["optionId"], "once");
+    let trial = played
+        .verdict
+        .trials
+        .iter()
+        .find(|t| t.check == "auto-approval")
+        .expect("graded");
+    assert_eq!(trial.grade, Grade::Pass, "{}", trial.message);
+}
+
+/// A remembered `allow_always` is judged with the turn that granted it: the grant turn is
+/// replayed at the head of later slices, so the reference client's remembered read passes,
+/// and the mutant that lets one grant open every kind is caught on the next turn's execute —
+/// a finding that needs the earlier turn (it does not reproduce on a fresh client).
+#[test]
+fn a_remembered_grant_is_judged_with_the_turn_that_gave_it() {
+    let grant = seed("grant-read-always.json");
+    let execute = seed("grant-then-execute.json");
+    let mut reference = driver(ClientSpec::reference().expect("reference"));
+    reference.play(&grant).expect("the user grants reads");
+    let again = reference
+        .play(&grant)
+        .expect("the remembered grant approves the next read");
+    let by_policy = again.record.transcript.iter().any(|e| {
+        e.json
+            .as_ref()
+            .is_some_and(|j| j["type"] == "approval_resolved" && j["by"] == "policy")
+    });
+    assert!(by_policy, "the second read was answered by the grant");
+    reference
+        .play(&execute)
+        .expect("a read grant does not cover an execute");
+    // The user clicks a reject whose id is also an allow_always's: the client takes it for the
+    // allow_always and remembers deletes; the grant turn is kept, so the next delete it approves
+    // by itself is judged with it.
+    reference
+        .play(&seed("grant-by-a-colliding-id.json"))
+        .expect("the user's click");
+    let delete = fuzz::decode(
+        br#"{"announce":{"kind":"delete","title":"rm a"},"request":{"sparse":{"kind":"delete"}},"options":[{"id":"once","name":"Allow once","kind":"allow_once"},{"id":"no","name":"Reject","kind":"reject_once"}],"action":"leave"}"#,
+    )
+    .expect("decodes");
+    let approved = reference
+        .play(&delete)
+        .expect("the remembered delete is judged with its grant");
+    assert!(
+        approved.record.transcript.iter().any(|e| e
+            .json
+            .as_ref()
+            .is_some_and(|j| j["type"] == "approval_resolved" && j["by"] == "policy")),
+        "the delete was answered by the remembered grant"
+    );
+
+    let mut mutant = driver(ClientSpec::mutant("remembered-any-kind").expect("mutant"));
+    mutant.play(&grant).expect("the user grants reads");
+    let finding = mutant
+        .play(&execute)
+        .expect_err("one grant opened every kind");
+    let s = &finding.summary;
+    assert!(s.contains("auto-approval [fail]"), "{s}");
+    assert!(
+        s.contains("remembered grants in this session cover only read"),
+        "{s}"
+    );
+    assert!(
+        s.contains("reproduces on a freshly started client: NO"),
+        "{s}"
+    );
+}
+
+/// A policy seed written as a scenario replays under the policy its header names: the reference
+/// client started with that `--policy` answers by itself, the user's Stop meant for the pending
+/// request is skipped (no card ever pends), and every check passes; the scenario's `cancelled`
+/// branch is not taken.
+#[test]
+fn a_policy_seed_as_a_scenario_replays_under_its_policy() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let artifact = seeds_dir().join("policy-workspace-write-edit-inside.json");
+    let path = fuzz::scenario::write_regression(&artifact, dir.path(), Some("edit-inside"), None)
+        .expect("scenario written");
+    let text = std::fs::read_to_string(&path).expect("scenario");
+    assert!(text.contains("`--policy workspace-write`"), "{text}");
+    let scenario = acp_fake_agents::scenario::load(&path).expect("parses");
+    let case = scenario.cases().remove(0);
+    let cfg = RunConfig::new(dir.path().to_path_buf()).expect("run config");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut client = ClientSpec::reference().expect("reference");
+    client
+        .argv
+        .extend(["--policy".to_owned(), "workspace-write".to_owned()]);
+    let result = runtime.block_on(run_case(&case, &client, &cfg));
+    for t in &result.trials {
+        assert!(
+            matches!(t.grade, Grade::Pass | Grade::NotApplicable),
+            "{} [{}] {}",
+            t.check,
+            t.grade.as_str(),
+            t.message
+        );
+    }
+    let notes: Vec<&serde_json::Value> = result
+        .record
+        .transcript
+        .iter()
+        .filter_map(|e| e.json.as_ref())
+        .collect();
+    assert!(
+        notes.iter().any(|j| j["type"] == "user_cancel_skipped"),
+        "the Stop was skipped"
+    );
+    assert!(
+        notes
+            .iter()
+            .any(|j| j["type"] == "approval_resolved" && j["by"] == "policy"),
+        "answered by the client itself"
+    );
+}

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::approvals::{self, Approval, Approvals};
 use crate::control::{Button, By, Event, Outcome, TurnState};
-use crate::decide::{self, Decider, Policy, ToolFacts};
+use crate::decide::{self, Decider, Policy};
 use crate::fs;
 use crate::mutation::Mutant;
 use crate::rpc::{Connection, Incoming, RpcError};
@@ -600,8 +600,7 @@ impl Client {
         // The request's toolCall is one more announcement of the tool call.
         self.announce(session_id, tool_call_id, tool_call, turn);
         if !cancelling {
-            if let Some(option_id) = self.own_answer(session_id, tool_call_id, tool_call, &options)
-            {
+            if let Some(option_id) = self.own_answer(session_id, tool_call, &options) {
                 // Decided without the user: no card, the harness sees `by: policy`.
                 self.events.push(Event::ApprovalResolved {
                     session_id: session_id.to_owned(),
@@ -743,23 +742,17 @@ impl Client {
     fn own_answer(
         &self,
         session_id: &str,
-        tool_call_id: &str,
         request: &serde_json::Map<String, Value>,
         options: &[approvals::PermissionOption],
     ) -> Option<String> {
         let workspace = self.session_by_id(session_id).map(|s| s.cwd.clone())?;
-        let (kinds, places) = self.timeline.facts(session_id, tool_call_id);
-        let facts = ToolFacts {
-            kinds,
-            places,
+        self.decider.answer_for(
+            &self.timeline,
+            session_id,
+            Path::new(&workspace),
             request,
-        };
-        let offered: Vec<(String, String)> = options
-            .iter()
-            .map(|o| (o.option_id.clone(), o.kind.clone()))
-            .collect();
-        self.decider
-            .decide(session_id, Path::new(&workspace), &facts, &offered)
+            options,
+        )
     }
 
     fn on_session_update(&mut self, params: &Value) {

@@ -13,7 +13,9 @@ use std::path::{Component, Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::approvals::PermissionOption;
 use crate::mutation::Mutant;
+use crate::timeline::Timeline;
 
 /// The kinds a policy may name (ACP `ToolKind`).
 const KINDS: [&str; 10] = [
@@ -113,6 +115,10 @@ pub struct ToolFacts<'a> {
     pub places: &'a [String],
     /// The request's own `toolCall`.
     pub request: &'a Map<String, Value>,
+    /// The tool call as every announcement merged it: what its kind is inferred from when no
+    /// announcement named a specific one (a command given by an earlier update is still an
+    /// execute when the request itself is sparse; found by the permission_mapping fuzz target).
+    pub call: &'a Map<String, Value>,
 }
 
 /// The policy, the remembered grants, and the mutant that may bend them.
@@ -161,10 +167,17 @@ impl Decider {
                 .as_ref()
                 .is_some_and(|p| p.approves.iter().any(|k| k == kind))
         };
+        // An id that also names an option of another kind is ambiguous: the agent may take the
+        // answer for that other option (an "always", a reject), so the client leaves it to the user.
+        let unambiguous = |id: &str, kind: &str| {
+            options
+                .iter()
+                .all(|(other, other_kind)| other != id || other_kind == kind)
+        };
         let pick = |kind: &str| {
             options
                 .iter()
-                .find(|(_, k)| k == kind)
+                .find(|(id, k)| k == kind && unambiguous(id, kind))
                 .map(|(id, _)| id.clone())
         };
         // MUTANT approve-by-request-kind (felinics/Memoh#972): a request whose own
@@ -175,7 +188,7 @@ impl Decider {
                 .filter(|k| by_policy(k))
                 .and_then(|_| pick("allow_once"));
         }
-        let mut kinds = effective_kinds(facts.kinds, facts.request);
+        let mut kinds = effective_kinds(facts.kinds, facts.call);
         // MUTANT approve-by-title-guess (acpx approve-reads, src/permissions.ts inferToolKind):
         // the request's kind, else a guess from the first word of its title.
         if self.mutant == Some(Mutant::ApproveByTitleGuess) {
@@ -209,6 +222,32 @@ impl Decider {
             let may_always = all_granted || self.policy.as_ref().is_some_and(|p| p.allow_always);
             may_always.then(|| pick("allow_always")).flatten()
         })
+    }
+
+    /// The option to answer a request with by itself, from what `timeline` knows about its tool
+    /// call and the options as parsed for its card (what the client asks for every request, and
+    /// the in-process fuzz target too).
+    pub fn answer_for(
+        &self,
+        timeline: &Timeline,
+        session_id: &str,
+        workspace: &Path,
+        request: &Map<String, Value>,
+        options: &[PermissionOption],
+    ) -> Option<String> {
+        let tool_call_id = request.get("toolCallId")?.as_str()?;
+        let (kinds, places) = timeline.facts(session_id, tool_call_id);
+        let facts = ToolFacts {
+            kinds,
+            places,
+            request,
+            call: timeline.call(session_id, tool_call_id).unwrap_or(request),
+        };
+        let offered: Vec<(String, String)> = options
+            .iter()
+            .map(|o| (o.option_id.clone(), o.kind.clone()))
+            .collect();
+        self.decide(session_id, workspace, &facts, &offered)
     }
 
     fn inside(&self, place: &str, workspace: &Path) -> bool {
@@ -337,33 +376,50 @@ pub fn places_of(fields: &Map<String, Value>) -> Vec<String> {
     };
     out.extend(paths("locations", "path"));
     out.extend(paths("content", "path"));
-    if let Some(Value::Object(raw)) = fields.get("rawInput") {
-        for (key, value) in raw {
-            if matches!(
-                key.as_str(),
-                "command" | "cmd" | "content" | "new_string" | "old_string"
-            ) {
-                continue;
+    if let Some(raw) = fields.get("rawInput") {
+        raw_input_places(raw, None, &mut out, 0);
+    }
+    out
+}
+
+/// The places in a `rawInput` value, at any depth (a bare string, arrays, nested objects): strings
+/// that are absolute paths, URLs or home paths, and non-empty values of path keys. Command text
+/// and file contents are not places.
+fn raw_input_places(value: &Value, key: Option<&str>, out: &mut Vec<String>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    match value {
+        Value::String(s) => {
+            let path_key = key.is_some_and(|k| {
+                k.to_lowercase().contains("path")
+                    || matches!(k, "file" | "dir" | "directory" | "cwd" | "url")
+            });
+            let looks_like_place = s.starts_with('/')
+                || s.starts_with('~')
+                || s.starts_with("http://")
+                || s.starts_with("https://");
+            if looks_like_place || (path_key && !s.is_empty()) {
+                out.push(s.clone());
             }
-            let strings: Vec<&str> = match value {
-                Value::String(s) => vec![s],
-                Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
-                _ => Vec::new(),
-            };
-            let path_key = key.to_lowercase().contains("path")
-                || matches!(key.as_str(), "file" | "dir" | "directory" | "cwd" | "url");
-            for s in strings {
-                let looks_like_place = s.starts_with('/')
-                    || s.starts_with('~')
-                    || s.starts_with("http://")
-                    || s.starts_with("https://");
-                if looks_like_place || (path_key && !s.is_empty()) {
-                    out.push(s.to_owned());
+        }
+        Value::Array(items) => {
+            for item in items {
+                raw_input_places(item, key, out, depth + 1);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                if !matches!(
+                    k.as_str(),
+                    "command" | "cmd" | "content" | "new_string" | "old_string"
+                ) {
+                    raw_input_places(v, Some(k), out, depth + 1);
                 }
             }
         }
+        _ => {}
     }
-    out
 }
 
 #[cfg(test)]
@@ -380,6 +436,7 @@ mod tests {
             kinds,
             places,
             request,
+            call: request,
         }
     }
 
@@ -461,6 +518,41 @@ mod tests {
     }
 
     #[test]
+    fn the_kind_is_inferred_from_the_merged_call_not_the_sparse_request() {
+        let d = Decider::new(Policy::parse(r#"{"approves":["other"]}"#).ok(), None);
+        let sparse = json!({"toolCallId":"c","kind":"other","status":"pending"});
+        let merged = json!({"toolCallId":"c","kind":"other","rawInput":{"command":"rm -rf /"}});
+        let facts = ToolFacts {
+            kinds: &[],
+            places: &[],
+            request: sparse.as_object().unwrap(),
+            call: merged.as_object().unwrap(),
+        };
+        assert_eq!(d.decide("s", Path::new("/ws"), &facts, &opts()), None);
+    }
+
+    #[test]
+    fn an_option_id_shared_with_another_kind_is_never_picked() {
+        let d = Decider::new(Policy::parse("approve-all").ok(), None);
+        let empty = Map::new();
+        let exec = vec!["execute".to_owned()];
+        let ws = Path::new("/nonexistent-ws");
+        let shared = vec![
+            ("x".to_owned(), "allow_always".to_owned()),
+            ("x".to_owned(), "allow_once".to_owned()),
+            ("y".to_owned(), "allow_once".to_owned()),
+        ];
+        assert_eq!(
+            d.decide("s", ws, &facts(&exec, &[], &empty), &shared),
+            Some("y".into())
+        );
+        assert_eq!(
+            d.decide("s", ws, &facts(&exec, &[], &empty), &shared[..2]),
+            None
+        );
+    }
+
+    #[test]
     fn presets_and_json_parse_and_bad_words_are_refused() {
         assert_eq!(
             Policy::parse("read-only").unwrap().approves,
@@ -482,5 +574,11 @@ mod tests {
         let mut got = places_of(fields.as_object().unwrap());
         got.sort();
         assert_eq!(got, ["/w/a", "/w/b", "c", "https://e.test"]);
+        // A bare string and nested values are places too (found by mapping_inprocess: a read of
+        // `"rawInput": "/etc/passwd"` was approved under read-only).
+        let bare = json!({"rawInput": "/etc/passwd"});
+        assert_eq!(places_of(bare.as_object().unwrap()), ["/etc/passwd"]);
+        let nested = json!({"rawInput": {"opts": {"paths": ["/x", "y"]}}});
+        assert_eq!(places_of(nested.as_object().unwrap()), ["/x", "y"]);
     }
 }

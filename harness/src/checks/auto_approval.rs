@@ -163,7 +163,12 @@ fn user_choice<'a>(
         let ours = *index < answer
             && note.get("type").and_then(Value::as_str) == Some("user_choose")
             && note.get("requestId").is_some_and(|id| id_key(id) == key);
-        ours.then(|| (*index, note.get("optionId").and_then(Value::as_str).unwrap_or("")))
+        ours.then(|| {
+            (
+                *index,
+                note.get("optionId").and_then(Value::as_str).unwrap_or(""),
+            )
+        })
     });
     clicked.chain(typed).max_by_key(|(i, _)| *i).map(|(_, o)| o)
 }

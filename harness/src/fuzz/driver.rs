@@ -7,6 +7,11 @@
 //! transcript slice behind the connection's handshake and graded by every check
 //! ([`Verdict`]).
 //!
+//! The client's auto-approval policy is fixed when it starts (the reference client's
+//! `--policy`, declared in its `hello`), so the driver keeps one client per
+//! [`PolicyChoice`] of the inputs, each started on first use; a client that does not take
+//! `--policy` is one client, whatever the inputs say.
+//!
 //! The per-turn path is lean: no process spawn, no sleep (every wait ends on the awaited frame or
 //! the step timeout), no schema compilation (validators are compiled once per process), frames
 //! of a step written in one `write`. The client is restarted after a finding (its state is then
@@ -18,7 +23,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use super::input::PermissionTurn;
+use super::input::{PermissionTurn, PolicyChoice};
 use super::live::Live;
 use super::verdict::{Verdict, summary};
 use crate::client_spec::{ClientSpec, ControlMode};
@@ -78,6 +83,22 @@ impl DriverConfig {
             confirm_on_fresh_client: true,
         })
     }
+
+    /// True if the client is the reference client or one of its mutants, which take
+    /// `--policy`: every input's policy is then applied. Any other client runs with the policy
+    /// it declares itself (its `hello`).
+    pub fn applies_policies(&self) -> bool {
+        self.client.source == "reference" || self.client.source.starts_with("mutant:")
+    }
+
+    /// The client a turn is played on: its policy, or the one client that sets its own.
+    fn client_for(&self, turn: &PermissionTurn) -> PolicyChoice {
+        if self.applies_policies() {
+            turn.policy
+        } else {
+            PolicyChoice::ClientDefault
+        }
+    }
 }
 
 /// The reference client (or one of its mutants) as a client spec.
@@ -133,7 +154,8 @@ pub struct Finding {
 pub struct Driver {
     cfg: DriverConfig,
     runtime: tokio::runtime::Runtime,
-    live: Option<Live>,
+    /// The running clients, one per policy (few: [`PolicyChoice`] has five values).
+    clients: Vec<(PolicyChoice, Live)>,
     /// Turns played in this process (numbers the request ids and tool call ids).
     turns: u64,
 }
@@ -147,7 +169,7 @@ impl Driver {
         Ok(Driver {
             cfg,
             runtime,
-            live: None,
+            clients: Vec::new(),
             turns: 0,
         })
     }
@@ -164,10 +186,11 @@ impl Driver {
         if result.verdict.passed() {
             return Ok(result);
         }
-        self.stop_client();
+        let key = self.cfg.client_for(turn);
+        self.stop(key);
         let fresh = if self.cfg.confirm_on_fresh_client {
             let again = self.play_once(turn);
-            self.stop_client();
+            self.stop(key);
             Some(!again.verdict.passed())
         } else {
             None
@@ -186,35 +209,47 @@ impl Driver {
         self.turns += 1;
         let n = self.turns;
         let cfg = self.cfg.clone();
-        let live = &mut self.live;
+        let key = cfg.client_for(turn);
+        let retire = self
+            .clients
+            .iter()
+            .position(|(k, l)| *k == key && l.needs_restart(&cfg));
+        if let Some(i) = retire {
+            let (_, old) = self.clients.remove(i);
+            self.runtime.block_on(old.shutdown());
+        }
+        let clients = &mut self.clients;
         let (record, restart) = self.runtime.block_on(async {
-            if live
-                .as_ref()
-                .is_some_and(|l| l.turns >= cfg.turns_per_client)
-            {
-                if let Some(old) = live.take() {
-                    old.shutdown().await;
-                }
-            }
-            let l = match live {
-                Some(l) => l,
-                None => match Live::start(&cfg).await {
-                    Ok(l) => live.insert(l),
+            let i = match clients.iter().position(|(k, _)| *k == key) {
+                Some(i) => i,
+                None => match Live::start(&cfg, key.flag()).await {
+                    Ok(l) => {
+                        clients.push((key, l));
+                        clients.len() - 1
+                    }
                     Err(failed) => return (*failed, true),
                 },
             };
-            l.play(turn, n, &cfg).await
+            clients[i].1.play(turn, n, &cfg).await
         });
         if restart {
-            self.stop_client();
+            self.stop(key);
         }
         let verdict = Verdict::of(&record);
         TurnResult { record, verdict }
     }
 
-    /// Stops the client (if running) and reaps it and everything it spawned.
+    /// Stops the client of this policy (if running) and reaps it and everything it spawned.
+    fn stop(&mut self, key: PolicyChoice) {
+        if let Some(i) = self.clients.iter().position(|(k, _)| *k == key) {
+            let (_, live) = self.clients.remove(i);
+            self.runtime.block_on(live.shutdown());
+        }
+    }
+
+    /// Stops every client and reaps them and everything they spawned.
     pub fn stop_client(&mut self) {
-        if let Some(live) = self.live.take() {
+        for (_, live) in std::mem::take(&mut self.clients) {
             self.runtime.block_on(live.shutdown());
         }
     }

@@ -56,12 +56,21 @@ impl Names<'_> {
 
     /// `<base>/<name>`, or `<base>` alone for an empty name.
     pub fn path(&self, l: &Location) -> String {
+        let name = self.text(&l.name);
+        let owned;
         let base = match l.base {
             Base::Cwd => self.cwd,
             Base::Outside => self.outside,
             Base::Root => "",
+            Base::Parent => {
+                owned = format!("{}/..", self.cwd);
+                &owned
+            }
+            Base::Sibling => {
+                owned = format!("{}-evil", self.cwd);
+                &owned
+            }
         };
-        let name = self.text(&l.name);
         match (base, name.is_empty()) {
             ("", true) => "/".to_owned(),
             (base, true) => base.to_owned(),
@@ -106,6 +115,7 @@ impl Names<'_> {
             }
             RawInput::File(l) => object([("filePath", self.path(l).into())]),
             RawInput::Scalar(t) => self.text(t).into(),
+            RawInput::ScalarPath(l) => self.path(l).into(),
         })
     }
 

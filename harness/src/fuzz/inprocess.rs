@@ -1,9 +1,11 @@
 //! The in-process fuzz target's turn: the same [`PermissionTurn`] and the same agent frames as
 //! the pipe driver, handed straight to a client's mapping functions (a [`Mapping`]), with no
 //! process, pipe or async runtime in between. What the mapping shows is written into a
-//! synthetic transcript as the control events an adapter would report, and graded by the
-//! permission checks (`subject-kind`, `offered-options`, `stable-item-type`) — the harness's own
-//! checks, not a re-implementation.
+//! synthetic transcript as the control events an adapter would report (its `hello`, with the
+//! policy it declares, first), and graded by the permission checks (`subject-kind`,
+//! `offered-options`, `stable-item-type`, `auto-approval`) — the harness's own checks, not a
+//! re-implementation. Before the card, the mapping's own decision code may answer by itself
+//! ([`Mapping::decide`]); then no card is shown and nobody clicks, as with a real client.
 //!
 //! Entries are recorded without their raw text (checks read the parsed JSON); the raw text is
 //! filled in only for a finding's summary, which keeps a turn in the tens of microseconds.
@@ -14,7 +16,9 @@ use serde_json::{Value, json};
 use super::frames::{Names, object};
 use super::input::{Action, PermissionTurn};
 use super::verdict::{Verdict, is_finding, summary};
-use crate::checks::{Check, OfferedOptions, StableItemType, SubjectKind, Trial, frame_line};
+use crate::checks::{
+    AutoApproval, Check, OfferedOptions, StableItemType, SubjectKind, Trial, frame_line,
+};
 use crate::record::{CaseMeta, CaseRecord, RunEnd};
 use crate::wire_model::WireModel;
 
@@ -41,9 +45,15 @@ pub struct Card {
 
 /// A client's permission mapping, called the way its UI code calls it.
 pub trait Mapping {
+    /// The `hello` its adapter sends (control protocol v1), with the `policy` it declares.
+    fn hello(&self) -> Value;
     /// The agent announced the tool call (`tool_call`, `tool_call_update`, or the request's
     /// `toolCall`; `update` is that object). The item as now shown, if it is new or changed.
     fn announce(&mut self, session_id: &str, update: &Value) -> Option<ItemShown>;
+    /// The option the client answers a `session/request_permission` (`params`) with by itself
+    /// (its policy, a remembered grant), or `None` to show the card. Called after the request's
+    /// announcement; `workspace` is the session's `cwd`.
+    fn decide(&mut self, params: &Value, workspace: &str) -> Option<String>;
     /// The card for a `session/request_permission` (`params`).
     fn approval(&mut self, params: &Value) -> Card;
     /// The user clicked the button of `option_id`: the optionId the client answers with, or
@@ -52,8 +62,13 @@ pub trait Mapping {
 }
 
 /// The checks that grade a mapping in-process.
-fn checks() -> [&'static dyn Check; 3] {
-    [&SubjectKind, &OfferedOptions, &StableItemType]
+fn checks() -> [&'static dyn Check; 4] {
+    [
+        &SubjectKind,
+        &OfferedOptions,
+        &StableItemType,
+        &AutoApproval,
+    ]
 }
 
 /// Entries of a synthetic transcript.
@@ -118,6 +133,7 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
     let mut log = Log {
         entries: Vec::with_capacity(16),
     };
+    log.event(mapping.hello());
     let request_id = json!(0);
     for frame in [
         turn.announce.as_ref().map(|s| names.announce(s)),
@@ -133,49 +149,26 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
     let request = names.request(turn, &request_id);
     // The request's toolCall is one more announcement, then the card is shown.
     let shown = mapping.announce(SESSION_ID, &request["params"]["toolCall"]);
-    let card = mapping.approval(&request["params"]);
+    let own = mapping.decide(&request["params"], names.cwd);
+    let card = own.is_none().then(|| mapping.approval(&request["params"]));
     log.agent(request);
+    if turn.action == Action::Leave {
+        // Sent with the request, as the pipe driver does.
+        log.agent(names.withdraw(&request_id));
+    }
     log.item(shown);
-    let buttons: Vec<Value> = card
-        .buttons
-        .into_iter()
-        .map(|(id, label)| object([("optionId", id.into()), ("label", label.into())]))
-        .collect();
-    log.event(object([
-        ("type", "approval".into()),
-        ("sessionId", SESSION_ID.into()),
-        ("requestId", request_id.clone()),
-        ("toolCallId", TOOL_CALL_ID.into()),
-        ("subject", card.subject.into()),
-        ("options", buttons.into()),
-    ]));
-
-    let selected = match (turn.action, turn.chosen()) {
-        (Action::Choose(_), Some(option)) => {
-            log.command(json!({"type":"choose","seq":1,"requestId":request_id,"optionId":option.id.as_str()}));
-            match mapping.choose(option.id.as_str()) {
-                Some(answer) => Some(answer),
-                None => {
-                    log.event(json!({"type":"error","seq":1,"message":"no such button"}));
-                    None
-                }
-            }
-        }
-        (Action::Cancel, _) => {
-            log.command(json!({"type":"cancel","seq":1,"session":"s1"}));
-            log.client(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SESSION_ID}}));
-            None
-        }
-        _ => {
-            log.agent(names.withdraw(&request_id));
-            None
-        }
+    let (selected, by) = match card {
+        Some(card) => (
+            user_acts(turn, mapping, card, &request_id, &mut log),
+            "user",
+        ),
+        None => (own, "policy"),
     };
     let (outcome, resolved) = match &selected {
         Some(id) => (
             json!({"outcome":"selected","optionId":id}),
             json!({"type":"approval_resolved","sessionId":SESSION_ID,"requestId":request_id,
-                "outcome":"selected","optionId":id,"by":"user"}),
+                "outcome":"selected","optionId":id,"by":by}),
         ),
         None => (
             json!({"outcome":"cancelled"}),
@@ -194,7 +187,51 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
         log.agent(frame);
         log.item(shown);
     }
+    grade(turn, log)
+}
 
+/// The card is shown and the user acts on it: the option the client answers with, `None` for
+/// `cancelled`.
+fn user_acts(
+    turn: &PermissionTurn,
+    mapping: &mut impl Mapping,
+    card: Card,
+    request_id: &Value,
+    log: &mut Log,
+) -> Option<String> {
+    let buttons: Vec<Value> = card
+        .buttons
+        .into_iter()
+        .map(|(id, label)| object([("optionId", id.into()), ("label", label.into())]))
+        .collect();
+    log.event(object([
+        ("type", "approval".into()),
+        ("sessionId", SESSION_ID.into()),
+        ("requestId", request_id.clone()),
+        ("toolCallId", TOOL_CALL_ID.into()),
+        ("subject", card.subject.into()),
+        ("options", buttons.into()),
+    ]));
+    match (turn.action, turn.chosen()) {
+        (Action::Choose(_), Some(option)) => {
+            log.command(json!({"type":"choose","seq":1,"requestId":request_id,"optionId":option.id.as_str()}));
+            let answer = mapping.choose(option.id.as_str());
+            if answer.is_none() {
+                log.event(json!({"type":"error","seq":1,"message":"no such button"}));
+            }
+            answer
+        }
+        (Action::Cancel, _) => {
+            log.command(json!({"type":"cancel","seq":1,"session":"s1"}));
+            log.client(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SESSION_ID}}));
+            None
+        }
+        _ => None,
+    }
+}
+
+/// Grades the turn's synthetic transcript. `Err` holds a readable summary of a finding.
+fn grade(turn: &PermissionTurn, log: Log) -> Result<(), String> {
     let mut record = record(log.entries);
     let model = WireModel::new(&record.transcript);
     let mut trials: Vec<Trial> = checks()

@@ -154,6 +154,11 @@ pub enum Base {
     Outside,
     /// The file system root.
     Root,
+    /// `<cwd>/..`: written under the workspace, resolving outside it.
+    Parent,
+    /// `<cwd>-evil`: a sibling that shares the workspace's name as a prefix (a string prefix test
+    /// takes it for the workspace).
+    Sibling,
 }
 
 /// A file location: `<base>/<name>` (just `<base>` when the name is empty: opencode lists the
@@ -192,6 +197,8 @@ pub enum RawInput {
     File(Location),
     /// A bare JSON string.
     Scalar(Text),
+    /// A bare JSON string holding a path (some agents send the path alone).
+    ScalarPath(Location),
 }
 
 /// `content` of a tool call.
@@ -326,10 +333,64 @@ pub enum Finish {
     Silent,
 }
 
+/// The auto-approval policy the client runs with (the reference client's `--policy`, declared
+/// in its `hello`). The driver keeps one client per policy; a client that does not take
+/// `--policy` runs as it declares itself and the input's policy is ignored (fuzz/README.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Arbitrary, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PolicyChoice {
+    /// No `--policy`: the client's own default (the reference client approves nothing by
+    /// itself; a decision mutant runs with the policy its bug shows under).
+    #[default]
+    ClientDefault,
+    /// `read`, `search` inside the workspace.
+    ReadOnly,
+    /// `read`, `search`, `edit`, `delete`, `move` inside the workspace.
+    WorkspaceWrite,
+    /// Every kind, anywhere (never `allow_always` by itself).
+    ApproveAll,
+    /// `read`, `edit`, `execute` inside the workspace, `allow_always` too: the only choice that
+    /// lets the client pick an `allow_always` option by itself.
+    TrustedWorkspace,
+}
+
+impl PolicyChoice {
+    /// The reference client's `--policy` argument, `None` for [`PolicyChoice::ClientDefault`].
+    pub fn flag(self) -> Option<&'static str> {
+        Some(match self {
+            PolicyChoice::ClientDefault => return None,
+            PolicyChoice::ReadOnly => "read-only",
+            PolicyChoice::WorkspaceWrite => "workspace-write",
+            PolicyChoice::ApproveAll => "approve-all",
+            PolicyChoice::TrustedWorkspace => {
+                r#"{"approves":["read","edit","execute"],"scope":"workspace","allowAlways":true}"#
+            }
+        })
+    }
+
+    /// The name seeds and summaries use.
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyChoice::ClientDefault => "client-default",
+            PolicyChoice::ReadOnly => "read-only",
+            PolicyChoice::WorkspaceWrite => "workspace-write",
+            PolicyChoice::ApproveAll => "approve-all",
+            PolicyChoice::TrustedWorkspace => "trusted-workspace",
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        *self == PolicyChoice::ClientDefault
+    }
+}
+
 /// One permission turn: prompt → (announcement) → request → user action → answer → stop reason.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Arbitrary, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PermissionTurn {
+    /// The policy of the client that plays the turn.
+    #[serde(default, skip_serializing_if = "PolicyChoice::is_default")]
+    pub policy: PolicyChoice,
     /// A `tool_call` announced before the request; `None`: the request is the first
     /// announcement (qwen-code 0.14).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -439,6 +500,9 @@ impl PermissionTurn {
     pub fn summary(&self) -> String {
         let kind = |k: Kind| k.wire().unwrap_or("no kind");
         let mut parts = Vec::new();
+        if !self.policy.is_default() {
+            parts.push(format!("policy {}", self.policy.name()));
+        }
         if let Some(a) = &self.announce {
             parts.push(format!("tool_call {}", kind(a.kind)));
         }
@@ -484,7 +548,7 @@ impl ToolCallShape {
                 words.truncate(MAX_ITEMS);
                 words.iter_mut().for_each(Text::normalize);
             }
-            RawInput::File(l) => l.name.normalize(),
+            RawInput::File(l) | RawInput::ScalarPath(l) => l.name.normalize(),
             RawInput::Scalar(t) => t.normalize(),
             RawInput::Absent | RawInput::Null | RawInput::Empty => {}
         }
@@ -544,6 +608,7 @@ mod tests {
     fn normalizing_bounds_sizes_and_makes_choose_possible() {
         let long = Text("x".repeat(500));
         let turn = PermissionTurn {
+            policy: PolicyChoice::ClientDefault,
             announce: None,
             progress: None,
             request: RequestShape::Full(Box::new(ToolCallShape {

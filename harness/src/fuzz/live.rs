@@ -1,6 +1,13 @@
 //! The running client of the long-lived driver ([`super::driver`]): launch, handshake, and one
 //! permission turn at a time, recorded into a transcript [`Slice`]. The plumbing (control
 //! commands, agent frames, waits over both planes) is in [`io`].
+//!
+//! A client remembers the user's `allow_always` answers for the rest of the session and may
+//! answer later requests of those kinds by itself. A turn's transcript must show why, or
+//! `auto-approval` would blame a decision the user authorised: so every turn in which the user
+//! clicked an `allow_always` option is kept and replayed at the head of every later turn's
+//! slice (after the handshake), and after [`MAX_GRANT_TURNS`] of them the client is restarted
+//! (a fresh session remembers nothing), which keeps the slices short.
 
 mod io;
 
@@ -17,7 +24,7 @@ use tokio::sync::mpsc;
 use self::io::{Mailbox, Msg, is_event, is_request, is_response, read_plane, slice_json};
 use super::driver::DriverConfig;
 use super::frames::{self, Answer, Names};
-use super::input::{Action, PermissionTurn};
+use super::input::{Action, OptionKind, PermissionTurn};
 use super::slice::Slice;
 use crate::client_spec::Expansion;
 use crate::launch::{self, Launched};
@@ -30,6 +37,8 @@ const SESSION_ID: &str = "sess_fuzz";
 const CONN: u32 = 1;
 /// Longest line accepted from the client on either plane.
 const MAX_LINE: usize = 1 << 20;
+/// Turns with a user `allow_always` a client keeps before it is restarted.
+const MAX_GRANT_TURNS: usize = 8;
 /// What the fake agent answers to `initialize` (a plain ACP v1 agent, no capabilities).
 const INITIALIZE_RESULT: &str =
     r#"{"protocolVersion":1,"agentCapabilities":{"loadSession":false},"authMethods":[]}"#;
@@ -62,7 +71,11 @@ pub(super) struct Live {
     control: Option<ChildStdin>,
     wire: Option<OwnedWriteHalf>,
     inbox: mpsc::UnboundedReceiver<Inbound>,
-    /// The handshake entries every turn's slice starts with.
+    /// The handshake entries (with the `declared_policy` note of a profile's policy).
+    handshake: Vec<Entry>,
+    /// The entries of every turn in which the user chose an `allow_always` option.
+    grant_turns: Vec<Vec<Entry>>,
+    /// What every turn's slice starts with: the handshake, then the grant turns, numbered from 0.
     prefix: Vec<Entry>,
     supports: Vec<String>,
     started: Instant,
@@ -79,7 +92,11 @@ fn case_id(n: u64) -> String {
 impl Live {
     /// Launches the client, opens the session and records the handshake. On failure, the
     /// case record that says why (a crash, a timeout or a harness error).
-    pub(super) async fn start(cfg: &DriverConfig) -> Result<Live, Box<CaseRecord>> {
+    /// `policy`: the reference client's `--policy` argument to launch it with.
+    pub(super) async fn start(
+        cfg: &DriverConfig,
+        policy: Option<&str>,
+    ) -> Result<Live, Box<CaseRecord>> {
         let started = Instant::now();
         let dir = match tempfile::Builder::new().prefix("acp-fuzz-").tempdir() {
             Ok(d) => d,
@@ -119,7 +136,10 @@ impl Live {
             cwd: &work,
             home: &home,
         };
-        let argv = cfg.client.expand_argv(&expansion);
+        let mut argv = cfg.client.expand_argv(&expansion);
+        if let Some(policy) = policy {
+            argv.extend(["--policy".to_owned(), policy.to_owned()]);
+        }
         let mut env = cfg.client.expand_env(&expansion);
         env.push((
             "ACP_HARNESS_AGENT".into(),
@@ -158,6 +178,8 @@ impl Live {
             control: Some(stdin),
             wire: None,
             inbox,
+            handshake: Vec::new(),
+            grant_turns: Vec::new(),
             prefix: Vec::new(),
             supports: Vec::new(),
             started,
@@ -165,12 +187,16 @@ impl Live {
             turns: 0,
         };
         let mut slice = Slice::new(started, &[]);
+        if let Some(note) = cfg.client.declared_policy_note() {
+            slice.note(note);
+        }
         let outcome = live
             .handshake(&mut slice, listener, inbox_tx, cfg.step_timeout)
             .await;
         match outcome {
             Ok(()) => {
-                live.prefix = slice.into_entries();
+                live.handshake = slice.into_entries();
+                live.prefix = live.handshake.clone();
                 Ok(live)
             }
             Err(stop) => {
@@ -277,12 +303,33 @@ impl Live {
     ) -> (CaseRecord, bool) {
         self.turns += 1;
         let mut slice = Slice::new(self.started, &self.prefix);
-        let end = match self.turn(&mut slice, turn, n, cfg.step_timeout).await {
-            Ok(()) => RunEnd::Completed,
-            Err(stop) => self.end_of(stop).await,
+        let (end, granted) = match self.turn(&mut slice, turn, n, cfg.step_timeout).await {
+            Ok(granted) => (RunEnd::Completed, granted),
+            Err(stop) => (self.end_of(stop).await, false),
         };
         let restart = end != RunEnd::Completed;
-        (self.record(slice.into_entries(), end, n, cfg), restart)
+        let entries = slice.into_entries();
+        if granted {
+            self.remember_grant_turn(&entries[self.prefix.len()..]);
+        }
+        (self.record(entries, end, n, cfg), restart)
+    }
+
+    /// True once this client should be replaced by a fresh one: after `turns_per_client` turns,
+    /// or [`MAX_GRANT_TURNS`] turns with a user `allow_always`.
+    pub(super) fn needs_restart(&self, cfg: &DriverConfig) -> bool {
+        self.turns >= cfg.turns_per_client || self.grant_turns.len() >= MAX_GRANT_TURNS
+    }
+
+    /// Keeps a turn in which the user chose `allow_always` at the head of later slices.
+    fn remember_grant_turn(&mut self, turn: &[Entry]) {
+        self.grant_turns.push(turn.to_vec());
+        self.prefix = self.handshake.clone();
+        for entry in self.grant_turns.iter().flatten() {
+            let mut entry = entry.clone();
+            entry.index = self.prefix.len();
+            self.prefix.push(entry);
+        }
     }
 
     async fn turn(
@@ -291,8 +338,9 @@ impl Live {
         turn: &PermissionTurn,
         n: u64,
         timeout: Duration,
-    ) -> Result<(), Stop> {
+    ) -> Result<bool, Stop> {
         let mut mail = Mailbox::default();
+        let mut granted = false;
         self.command(
             slice,
             json!({"type":"prompt","session":HANDLE,"text":format!("fuzz turn {n}")}),
@@ -355,6 +403,12 @@ impl Live {
                 if is_card(&first, slice) {
                     let seq = match (turn.action, turn.chosen()) {
                         (Action::Choose(_), Some(option)) => {
+                            // Any option with that id: ids collide, and the client may take
+                            // the click for the `allow_always` one.
+                            granted = turn
+                                .options
+                                .iter()
+                                .any(|o| o.id == option.id && o.kind == OptionKind::AllowAlways);
                             self.command(
                                 slice,
                                 json!({"type":"choose","requestId":request_id,"optionId":option.id.as_str()}),
@@ -430,7 +484,7 @@ impl Live {
                     != Some("running")
         })
         .await?;
-        Ok(())
+        Ok(granted)
     }
 }
 

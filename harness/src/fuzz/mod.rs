@@ -27,7 +27,7 @@ pub mod verdict;
 use std::sync::Mutex;
 
 pub use driver::{Driver, DriverConfig};
-pub use input::{PermissionTurn, decode, pseudo_random_turns};
+pub use input::{PermissionTurn, PolicyChoice, decode, pseudo_random_turns};
 
 /// The driver of this process, started on first use (cargo-fuzz calls the target many times in
 /// one process; the client lives across calls).

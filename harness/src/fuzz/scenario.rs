@@ -97,6 +97,9 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
             "# Option ids containing `${{` were written without the `$` (a choose step cannot name them)."
         );
     }
+    if let Some(flag) = turn.policy.flag() {
+        policy_comment(w, id, flag);
+    }
     let _ = writeln!(
         w,
         "# Input (a JSON seed for the fuzz target):\n#   {input}\n"
@@ -221,6 +224,24 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
     out
 }
 
+/// A scenario cannot set its client's auto-approval policy (the client declares it, DESIGN
+/// §5.5): the header says which `--policy` the fuzzer ran the reference client with, and how to
+/// replay the scenario under it.
+fn policy_comment(w: &mut String, id: &str, flag: &str) {
+    let argv = serde_json::to_string(&["/abs/path/to/acp-reference-client", "--policy", flag])
+        .unwrap_or_default();
+    let _ = writeln!(
+        w,
+        "#\n\
+         # Client policy: the fuzzer ran the reference client with `--policy {flag}` (declared in\n\
+         # its hello); a scenario cannot set a client's policy. Replay it under that policy with\n\
+         #   acp-harness replay '{AGENT}@{VERSION}/{id}' --client '{argv}'\n\
+         # (a mutant: add \"--mutant\", \"<name>\"). Under another policy the client may ask where it\n\
+         # answered by itself, or answer where it asked; `auto-approval` judges either against the\n\
+         # policy the client declares.\n#"
+    );
+}
+
 /// `acp-harness fuzz-to-scenario`: reads a fuzz input (a crash artifact, a corpus file or a
 /// JSON seed), writes `<regressions>/fuzz/<id>.toml` and checks that it parses. Returns the path.
 pub fn write_regression(
@@ -307,6 +328,26 @@ mod tests {
             checked += 1;
         }
         assert!(checked > 500);
+    }
+
+    #[test]
+    fn the_policy_is_named_in_the_header() {
+        let turn = decode(
+            br#"{"policy":"trusted_workspace","request":{"sparse":{"kind":"read"}},"action":"leave"}"#,
+        )
+        .expect("decodes");
+        let text = to_scenario(&turn, "fuzz-p", "t");
+        parse(&text, "fuzz-p");
+        assert!(
+            text.contains(
+                "--client '[\"/abs/path/to/acp-reference-client\",\"--policy\",\"{\\\"approves\\\""
+            ),
+            "{text}"
+        );
+        assert!(text.contains("replay 'regressions@fuzz/fuzz-p'"), "{text}");
+        let plain =
+            decode(br#"{"request":{"sparse":{"kind":"read"}},"action":"leave"}"#).expect("decodes");
+        assert!(!to_scenario(&plain, "fuzz-q", "t").contains("Client policy"));
     }
 
     #[test]
