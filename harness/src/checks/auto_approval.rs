@@ -284,13 +284,12 @@ impl Judge<'_, '_> {
         problems: &mut Problems,
     ) {
         match decision.answer {
-            PermissionAnswer::Selected(option_id) => match decision.option_kind {
-                Some(kind @ ("allow_once" | "allow_always")) => {
+            // Rejects are always safe; an option that was not offered is offered-options'.
+            PermissionAnswer::Selected(option_id) => {
+                if let Some(kind @ ("allow_once" | "allow_always")) = decision.option_kind {
                     self.own_allow(request, decision, option_id, kind, grants, problems)
                 }
-                // Rejects are always safe; an option that was not offered is offered-options'.
-                _ => {}
-            },
+            }
             PermissionAnswer::Cancelled => self.own_cancel(request, decision, problems),
             PermissionAnswer::Error | PermissionAnswer::Malformed => {}
         }
