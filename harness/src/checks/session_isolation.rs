@@ -170,7 +170,16 @@ fn check_item_state(model: &WireModel<'_>, problems: &mut Problems) {
                 let (Some(shown), Some(own_value)) = (shown, own_value) else {
                     continue;
                 };
-                if previous.is_some() && before == Some(shown) || shown == own_value {
+                // Events lag the wire (the client reports after it processed a frame, while
+                // later frames are already recorded): a value any of the session's own frames
+                // said before the event is explained by that frame.
+                let own_said = model
+                    .tool_frames(session_id, tool_call_id)
+                    .iter()
+                    .take_while(|&&f| f < event.index)
+                    .filter_map(|&f| model.tool_fields(f))
+                    .any(|fields| fields.get(field).and_then(Value::as_str) == Some(shown));
+                if previous.is_some() && before == Some(shown) || shown == own_value || own_said {
                     continue;
                 }
                 let culprit = others.iter().find_map(|&other| {
@@ -439,6 +448,24 @@ mod tests {
         c.update(json!({"sessionUpdate":"tool_call_update","toolCallId":"t","status":"completed"}));
         c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"t","itemType":"command","status":"completed","title":"npm test"}));
         assert_eq!(c.grade(&SessionIsolation), Finding::pass());
+    }
+
+    #[test]
+    fn a_late_event_showing_an_earlier_own_value_passes() {
+        // The client reports its row for session 1's own tool_call after the wire already holds
+        // session 2's tool_call (same title) and session 1's retitling request: the title shown
+        // is session 1's own earlier one, not session 2's.
+        let c = two_sessions();
+        c.update(json!({"sessionUpdate":"tool_call","toolCallId":"u","title":"Shell","kind":"execute","status":"pending"}));
+        c.a2c(json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":SID2,"update":
+            {"sessionUpdate":"tool_call","toolCallId":"u","title":"Shell","kind":"execute","status":"pending"}}}));
+        c.permission(
+            json!(12),
+            json!({"toolCallId":"u","title":"npm test"}),
+            opts3(),
+        );
+        c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"u","itemType":"command","status":"pending","title":"Shell"}));
+        assert_eq!(c.grade(&SessionIsolation).grade, Grade::Pass);
     }
 
     #[test]
