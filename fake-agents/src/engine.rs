@@ -35,7 +35,7 @@ use crate::scenario::{
     Case, Choice, Expect, Expected, Fault, OnCase, Reply, Step, StepKind, UserStep,
 };
 use crate::template;
-use crate::transcript::{Direction, Recorder};
+use acp_vocab::transcript::{Direction, Recorder};
 use crate::vars::Vars;
 use crate::wire::{self, Frame, FrameReader};
 

@@ -10,7 +10,7 @@
 //!
 //! Module map: [`wire`] framing · [`template`] `${…}` · [`source`] positions · [`profile`] ·
 //! [`scenario`] · [`vars`] · [`matching`] patterns and answers · [`mailbox`] · [`engine`] ·
-//! [`relay`] · [`standalone`] · [`transcript`].
+//! [`relay`] · [`standalone`]; the transcript types are `acp_vocab::transcript`.
 pub mod engine;
 pub mod mailbox;
 pub mod matching;
@@ -20,7 +20,6 @@ pub mod scenario;
 pub mod source;
 pub mod standalone;
 pub mod template;
-pub mod transcript;
 pub mod vars;
 pub mod wire;
 

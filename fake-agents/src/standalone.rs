@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::engine::{self, AgentConn, Connector, EngineConfig, EngineEnd, UserAction, UserDriver};
 use crate::scenario;
-use crate::transcript::Recorder;
+use acp_vocab::transcript::Recorder;
 use crate::wire::DEFAULT_MAX_FRAME;
 
 /// Default step timeout when a person drives the client: ten minutes.

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::checks::{Grade, Trial};
+use acp_judge::checks::{Grade, Trial};
 use crate::runner::CaseResult;
 
 /// One expected failure.
@@ -247,7 +247,7 @@ impl Baseline {
                             .strip_prefix("- [")
                             .and_then(|rest| rest.split_once("] "))
                             .map_or(first, |(_, line)| line);
-                        let reason = crate::acp_schema::truncate_chars(
+                        let reason = acp_judge::acp_schema::truncate_chars(
                             &format!("blessed as {}: {first}", t.grade.as_str()),
                             240,
                         );
@@ -456,7 +456,7 @@ message = "file missing"
     }
 
     fn result(case_id: &str, trials: Vec<Trial>) -> CaseResult {
-        let mut record = crate::checks::testkit::Case::new().record();
+        let mut record = acp_judge::checks::testkit::Case::new().record();
         record.meta.case_id = case_id.to_owned();
         CaseResult {
             record,

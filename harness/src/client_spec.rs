@@ -21,7 +21,7 @@ pub use files::write_files;
 pub use observer::ObserverSpec;
 pub use profile::{Cancel, ChooseInput, Install, Policy};
 
-use crate::policy::{DeclaredPolicy, PolicySource};
+use acp_judge::policy::{DeclaredPolicy, PolicySource};
 
 /// How the harness drives a client.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -466,7 +466,7 @@ message = "exited with {code}"
             .unwrap();
         assert_eq!(declared.source, PolicySource::Profile);
         assert_eq!(declared.policy.approves, ["read", "search"]);
-        assert_eq!(declared.policy.scope, crate::policy::Scope::Anywhere);
+        assert_eq!(declared.policy.scope, acp_judge::policy::Scope::Anywhere);
         assert!(!declared.policy.allow_always);
         // A policy without flags needs no "{policy}" in argv.
         let no_flags = WIRE_ONLY

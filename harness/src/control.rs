@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver};
-use acp_fake_agents::transcript::{Direction, Recorder};
+use acp_vocab::transcript::{Direction, Recorder};
 use acp_fake_agents::wire::{Frame, FrameReader};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;

@@ -4,11 +4,9 @@
 //! the `acp-fake-agent --connect` relay that the client spawns) and, through the client's
 //! control-plane adapter, the user. Every frame lands in a transcript; checks are pure functions
 //! of the recorded case. See DESIGN.md in the project's shared folder and README.md.
-pub mod acp_schema;
 pub mod baseline;
 pub mod bench;
 pub mod case_symlinks;
-pub mod checks;
 pub mod client_spec;
 pub mod control;
 pub mod fuzz;
@@ -16,12 +14,9 @@ pub mod launch;
 pub mod locate;
 pub mod observe;
 pub mod output;
-pub mod policy;
 pub mod pty;
-pub mod record;
 pub mod run_json;
 pub mod runner;
 pub mod suite;
 pub mod sweep;
-pub mod wire_model;
 pub mod wire_only;

@@ -350,7 +350,7 @@ fn load_baseline(args: &RunArgs, cfg: &RunConfig) -> Result<Option<Baseline>> {
         .into_iter()
         .map(|c| c.id)
         .collect();
-    let checks: Vec<&str> = acp_harness::checks::all_checks()
+    let checks: Vec<&str> = acp_judge::checks::all_checks()
         .iter()
         .map(|c| c.id())
         .collect();

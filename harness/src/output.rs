@@ -3,9 +3,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use acp_fake_agents::transcript::{Direction, Entry};
+use acp_vocab::transcript::{Direction, Entry};
 
-use crate::checks::{Grade, Trial};
+use acp_judge::checks::{Grade, Trial};
 use crate::runner::CaseResult;
 
 /// Grades that make a run fail (warn only under `--strict`).

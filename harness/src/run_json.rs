@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use acp_fake_agents::scenario::Case;
-use acp_fake_agents::transcript::Direction;
+use acp_vocab::transcript::Direction;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
@@ -17,10 +17,10 @@ pub use acp_reports::run::{
     ToolInfo, TrialJson, transcript_file,
 };
 
-use crate::checks::all_checks;
+use acp_judge::checks::all_checks;
 use crate::client_spec::ClientSpec;
-use crate::policy::{DecisionPolicy, DeclaredPolicy, PolicySource};
-use crate::record::RunEnd;
+use acp_judge::policy::{DecisionPolicy, DeclaredPolicy, PolicySource};
+use acp_judge::record::RunEnd;
 use crate::runner::{CaseResult, RunConfig};
 
 /// What run.json says about each case's scenario that the case record does not carry. Taken
@@ -88,7 +88,7 @@ pub fn build(header: RunHeader<'_>, scenarios: &ScenarioInfo, results: &[CaseRes
             name: "acp-harness".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         },
-        acp_schema: crate::acp_schema::SCHEMA_VERSION.into(),
+        acp_schema: acp_judge::acp_schema::SCHEMA_VERSION.into(),
         client: ClientInfo {
             name: header.client.name.clone(),
             source: header.client.source.clone(),
@@ -301,7 +301,7 @@ pub fn take_transcripts(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::Grade;
+    use acp_judge::checks::Grade;
 
     /// Does not compile when the harness gets a new grade: add it here and to `all` below.
     fn exhaustive(grade: Grade) {
@@ -351,7 +351,7 @@ mod tests {
 
     #[test]
     fn transcripts_handed_over_equal_the_files_written() {
-        let case = crate::checks::testkit::Case::new();
+        let case = acp_judge::checks::testkit::Case::new();
         case.c2a(serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize"}));
         case.rec.record(1, Direction::AgentToClient, b"not json");
         case.rec.record(1, Direction::AgentToClient, &[0xff]);

@@ -11,17 +11,17 @@ use std::time::{Duration, Instant};
 
 use acp_fake_agents::engine::{self, AgentConn, Connector, EngineConfig, EngineEnd};
 use acp_fake_agents::scenario::Case;
-use acp_fake_agents::transcript::{Direction, Recorder};
+use acp_vocab::transcript::{Direction, Recorder};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
 
-use crate::checks::{Trial, grade_case};
+use acp_judge::checks::{Trial, grade_case};
 use crate::client_spec::{ClientSpec, ControlMode, Expansion};
 use crate::control::{ControlPlane, HandshakeError};
 use crate::launch::{self, ExitInfo};
 use crate::observe::Observer;
-use crate::record::{CaseMeta, CaseRecord, RunEnd};
+use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 use crate::wire_only::WireOnlyUser;
 
 /// Knobs of a run.
@@ -483,7 +483,7 @@ fn engine_end(end: EngineEnd) -> RunEnd {
 /// Only paths inside the case's tempdir are read: a scenario never makes the harness read the
 /// user's own files into a report.
 fn files_after(
-    transcript: &[acp_fake_agents::transcript::Entry],
+    transcript: &[acp_vocab::transcript::Entry],
     root: &Path,
 ) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
     let mut out = BTreeMap::new();

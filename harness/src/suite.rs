@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::baseline::Baseline;
-use crate::checks::{Grade, all_checks};
+use acp_judge::checks::{Grade, all_checks};
 use crate::client_spec::ClientSpec;
 use crate::output::is_failing;
 use crate::runner::{self, CaseResult, RunConfig};
@@ -87,7 +87,7 @@ pub fn retain_selected(result: &mut CaseResult, filter: &[String]) {
 /// Drops the trials of case `case_id` that the filter does not select.
 pub fn retain_selected_trials(
     case_id: &str,
-    trials: &mut Vec<crate::checks::Trial>,
+    trials: &mut Vec<acp_judge::checks::Trial>,
     filter: &[String],
 ) {
     trials.retain(|t| selected(&format!("{case_id}::{}", t.check), filter));

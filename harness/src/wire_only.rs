@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver};
 use acp_fake_agents::scenario::{Case, StepKind, UserStep};
-use acp_fake_agents::transcript::Recorder;
+use acp_vocab::transcript::Recorder;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::{Value, json};

@@ -11,9 +11,9 @@ mod real_client;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use acp_harness::checks::Grade;
+use acp_judge::checks::Grade;
 use acp_harness::client_spec::ClientSpec;
-use acp_harness::record::RunEnd;
+use acp_judge::record::RunEnd;
 use real_client::{grade, run_one};
 
 /// acpx runs are heavy (node): one test at a time, so that step timeouts measure acpx and not
@@ -104,7 +104,7 @@ fn acpx_on_a_terminal_keeps_its_known_bugs() {
     let reads = client(&program, "acpx-approve-reads.toml");
     let r = run_one(&reads, "claude-agent-acp@0.16/acpx-probe-cat-title");
     let approved = r.record.transcript.iter().any(|e| {
-        e.direction == acp_fake_agents::transcript::Direction::ClientToAgent
+        e.direction == acp_vocab::transcript::Direction::ClientToAgent
             && e.json
                 .as_ref()
                 .and_then(|j| j.pointer("/result/outcome/optionId"))

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use acp_harness::bench::measure::peak_rss_kib;
-use acp_harness::checks::Grade;
+use acp_judge::checks::Grade;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::locate::{WorkspaceBin, locate};
-use acp_harness::record::RunEnd;
+use acp_judge::record::RunEnd;
 use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
 

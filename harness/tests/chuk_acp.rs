@@ -12,8 +12,8 @@ mod real_client;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use acp_harness::checks::Grade;
-use acp_harness::record::RunEnd;
+use acp_judge::checks::Grade;
+use acp_judge::record::RunEnd;
 use real_client::{grade, run_one};
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -43,7 +43,7 @@ fn chuk_acp_passes_the_suite_with_its_baseline() {
     // The observer graded turns: a completed one passes where the suite reads it.
     let observed = results.iter().any(|r| {
         r.record.transcript.iter().any(|e| {
-            e.direction == acp_fake_agents::transcript::Direction::ObserverToHarness
+            e.direction == acp_vocab::transcript::Direction::ObserverToHarness
                 && e.raw.contains("[Stop reason: end_turn]")
         })
     });
@@ -63,7 +63,7 @@ fn chuk_acp_keeps_its_known_bugs() {
         assert_eq!(*g, Grade::Fail, "{name}: {m}");
         assert!(m.contains("never sent session/cancel"), "{name}: {m}");
         let shown = r.record.transcript.iter().any(|e| {
-            e.direction == acp_fake_agents::transcript::Direction::ObserverToHarness
+            e.direction == acp_vocab::transcript::Direction::ObserverToHarness
                 && e.raw.contains("\"state\":\"cancelled\"")
         });
         assert!(shown, "{name}: the cancelled turn was not observed");

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use acp_fake_agents::scenario::{self, Scenario};
 use acp_harness::client_spec::ClientSpec;
-use acp_harness::record::RunEnd;
+use acp_judge::record::RunEnd;
 use acp_harness::runner::{RunConfig, run_case};
 use acp_harness::suite;
 

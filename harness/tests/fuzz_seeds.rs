@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use acp_harness::checks::Grade;
+use acp_judge::checks::Grade;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::fuzz::{self, Driver, DriverConfig, PermissionTurn};
 use acp_harness::runner::{RunConfig, run_case};
@@ -196,7 +196,7 @@ fn the_reference_client_answers_policy_seeds_by_itself() {
         .record
         .transcript
         .iter()
-        .filter(|e| e.direction == acp_fake_agents::transcript::Direction::AdapterToHarness)
+        .filter(|e| e.direction == acp_vocab::transcript::Direction::AdapterToHarness)
         .filter_map(|e| e.json.as_ref())
         .collect();
     let of_type = |t: &'static str| events.iter().filter(move |e| e["type"] == t);

@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use acp_harness::checks::Grade;
+use acp_judge::checks::Grade;
 use acp_harness::client_spec::ClientSpec;
-use acp_harness::record::RunEnd;
+use acp_judge::record::RunEnd;
 use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
 

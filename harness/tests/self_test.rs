@@ -15,9 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use acp_harness::checks::{Grade, all_checks};
+use acp_judge::checks::{Grade, all_checks};
 use acp_harness::client_spec::ClientSpec;
-use acp_harness::record::RunEnd;
+use acp_judge::record::RunEnd;
 use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
 

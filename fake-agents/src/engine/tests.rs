@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use super::*;
 use crate::profile::{Profile, Profiles};
 use crate::scenario;
-use crate::transcript::{Direction, Entry, Recorder};
+use acp_vocab::transcript::{Direction, Entry, Recorder};
 use crate::wire::{Frame, FrameReader};
 
 /// Generous bound for anything the test itself waits for; a hang fails instead of blocking CI.

@@ -11,10 +11,10 @@ use acp_fake_agents::scenario::Case;
 use anyhow::Result;
 
 use super::measure::{Meter, Sample, ms};
-use crate::checks::grade_case;
+use acp_judge::checks::grade_case;
 use crate::client_spec::ClientSpec;
 use crate::output::{is_failing, progress_line};
-use crate::record::RunEnd;
+use acp_judge::record::RunEnd;
 use crate::run_json;
 use crate::runner::{CaseResult, RunConfig, run_cases};
 

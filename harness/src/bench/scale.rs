@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use acp_fake_agents::scenario::Case;
-use acp_fake_agents::transcript::Direction;
+use acp_vocab::transcript::Direction;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
@@ -15,10 +15,10 @@ use super::generate;
 use super::measure::{Meter, Sample, exponent, median, ms, slope};
 use super::progress;
 use super::report::Large;
-use crate::checks::grade_case;
+use acp_judge::checks::grade_case;
 use crate::client_spec::ClientSpec;
 use crate::output::is_failing;
-use crate::record::RunEnd;
+use acp_judge::record::RunEnd;
 use crate::runner::{RunConfig, run_case, run_cases};
 
 /// One point of the frames series.

@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 use super::ControlMode;
-use crate::policy::{DecisionPolicy, Scope};
+use acp_judge::policy::{DecisionPolicy, Scope};
 
 /// The profile file as written.
 #[derive(Debug, Deserialize)]

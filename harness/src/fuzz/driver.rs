@@ -28,7 +28,7 @@ use super::live::Live;
 use super::verdict::{Verdict, summary};
 use crate::client_spec::{ClientSpec, ControlMode};
 use crate::locate::{self, WorkspaceBin};
-use crate::record::CaseRecord;
+use acp_judge::record::CaseRecord;
 
 /// Knobs of the driver.
 #[derive(Debug, Clone)]

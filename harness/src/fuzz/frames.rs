@@ -326,7 +326,7 @@ pub fn answer_of(turn: &PermissionTurn, response: &Value) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acp_schema::{PayloadKind, Side, Validation, validate};
+    use acp_judge::acp_schema::{PayloadKind, Side, Validation, validate};
     use crate::fuzz::input::{decode, pseudo_random_turns};
 
     fn valid(frame: &Value) -> Result<(), String> {

@@ -10,17 +10,17 @@
 //! Entries are recorded without their raw text (checks read the parsed JSON); the raw text is
 //! filled in only for a finding's summary, which keeps a turn in the tens of microseconds.
 
-use acp_fake_agents::transcript::{Direction, Entry};
+use acp_vocab::transcript::{Direction, Entry};
 use serde_json::{Value, json};
 
 use super::frames::{Names, object};
 use super::input::{Action, PermissionTurn};
 use super::verdict::{Verdict, is_finding, summary};
-use crate::checks::{
+use acp_judge::checks::{
     AutoApproval, Check, OfferedOptions, StableItemType, SubjectKind, Trial, frame_line,
 };
-use crate::record::{CaseMeta, CaseRecord, RunEnd};
-use crate::wire_model::WireModel;
+use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
+use acp_judge::wire_model::WireModel;
 
 const SESSION_ID: &str = "sess_fuzz";
 const TOOL_CALL_ID: &str = "call_1";

@@ -14,7 +14,7 @@ mod io;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use acp_fake_agents::transcript::Entry;
+use acp_vocab::transcript::Entry;
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
 use tokio::net::unix::OwnedWriteHalf;
@@ -28,7 +28,7 @@ use super::input::{Action, OptionKind, PermissionTurn};
 use super::slice::Slice;
 use crate::client_spec::Expansion;
 use crate::launch::{self, Launched};
-use crate::record::{CaseMeta, CaseRecord, RunEnd};
+use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 
 /// The session handle and ACP session id of the driver's one session.
 const HANDLE: &str = "s1";

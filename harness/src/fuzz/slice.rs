@@ -1,5 +1,5 @@
 //! A transcript slice: the entries of one fuzz turn, preceded by the connection's handshake, in
-//! the transcript format every check reads ([`Entry`], as `acp_fake_agents::transcript::Recorder`
+//! the transcript format every check reads ([`Entry`], as `acp_vocab::transcript::Recorder`
 //! writes it). The long-lived driver keeps one connection for thousands of turns; grading each
 //! turn over "handshake + this turn" keeps the checks' cost per turn constant and makes every
 //! finding a self-contained case.
@@ -10,7 +10,7 @@
 
 use std::time::Instant;
 
-use acp_fake_agents::transcript::{Direction, Entry};
+use acp_vocab::transcript::{Direction, Entry};
 use serde_json::Value;
 
 #[derive(Debug, Clone)]
@@ -30,7 +30,7 @@ impl Slice {
     /// Records raw bytes as received (without the newline), parsing them the way `Recorder`
     /// does: lossy text and no JSON for invalid UTF-8. Returns the index.
     pub fn push_raw(&mut self, conn: u32, direction: Direction, raw: &[u8]) -> usize {
-        let (raw, json, invalid_utf8) = acp_fake_agents::transcript::decode_frame(raw);
+        let (raw, json, invalid_utf8) = acp_vocab::transcript::decode_frame(raw);
         self.push(conn, direction, raw, json, invalid_utf8)
     }
 

@@ -9,9 +9,9 @@
 
 use std::fmt::Write as _;
 
-use crate::checks::{Grade, Trial, frame_line, grade_case};
-use crate::record::CaseRecord;
-use crate::wire_model::WireModel;
+use acp_judge::checks::{Grade, Trial, frame_line, grade_case};
+use acp_judge::record::CaseRecord;
+use acp_judge::wire_model::WireModel;
 
 use super::input::PermissionTurn;
 

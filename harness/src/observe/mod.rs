@@ -27,7 +27,7 @@ mod wire;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use acp_fake_agents::transcript::{Direction, Recorder};
+use acp_vocab::transcript::{Direction, Recorder};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
 use tokio::sync::{mpsc, watch};
@@ -36,7 +36,7 @@ use tokio::task::JoinHandle;
 use crate::client_spec::ClientSpec;
 use crate::control::validate_control;
 use crate::launch::ExitInfo;
-use crate::wire_model::id_key;
+use acp_judge::wire_model::id_key;
 
 pub use rules::compile;
 
@@ -490,8 +490,8 @@ async fn read_terminal(mut terminal: mpsc::UnboundedReceiver<Vec<u8>>, shared: A
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::checks::testkit::{Case, SID, opts3};
-    use crate::checks::{Grade, Trial, grade_case};
+    use acp_judge::checks::testkit::{Case, SID, opts3};
+    use acp_judge::checks::{Grade, Trial, grade_case};
 
     fn observed(by: &str, from: &str, evidence: &str) -> Value {
         json!({"by": by, "from": from, "evidence": evidence})

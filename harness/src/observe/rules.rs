@@ -30,7 +30,7 @@ use super::wire::WireView;
 use crate::client_spec::ChooseInput;
 use crate::client_spec::observer::{Codes, ObserverSpec, Source};
 use crate::launch::ExitInfo;
-use crate::wire_model::id_key;
+use acp_judge::wire_model::id_key;
 
 /// Terminal text kept while looking for a match.
 const MAX_TERMINAL_TEXT: usize = 64 << 10;
@@ -660,7 +660,7 @@ pub fn strip_escapes(text: &str) -> String {
 mod tests {
     //! acpx's rules as its profiles carry them (clients/acpx/), on lines acpx 0.19.1 prints.
     use super::*;
-    use acp_fake_agents::transcript::{Direction, Recorder};
+    use acp_vocab::transcript::{Direction, Recorder};
 
     use crate::client_spec::ClientSpec;
 

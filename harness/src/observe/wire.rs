@@ -6,10 +6,10 @@
 //! The engine records a frame to the client before writing it, so a request is always in the
 //! transcript by the time the client can show it.
 
-use acp_fake_agents::transcript::{Direction, Entry, Recorder};
+use acp_vocab::transcript::{Direction, Entry, Recorder};
 use serde_json::Value;
 
-use crate::wire_model::id_key;
+use acp_judge::wire_model::id_key;
 
 /// A `session/request_permission` the agent sent.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use acp_fake_agents::transcript::{Direction, Entry};
+use acp_vocab::transcript::{Direction, Entry};
 use serde_json::Value;
 
 /// How a recording's frames relate to the frames of a run.

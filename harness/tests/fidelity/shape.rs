@@ -13,7 +13,7 @@
 //! * the `arguments` an MCP tool was called with are that tool's own parameters: only their type
 //!   (an object) is compared.
 
-use acp_harness::wire_model::json_type;
+use acp_judge::wire_model::json_type;
 use serde_json::Value;
 
 /// Keys whose values are protocol vocabulary and must be equal.

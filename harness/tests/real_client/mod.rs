@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use acp_harness::baseline::Baseline;
-use acp_harness::checks::{Grade, all_checks};
+use acp_judge::checks::{Grade, all_checks};
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::output::is_failing;
 use acp_harness::runner::{self, CaseResult, RunConfig};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use acp_fake_agents::transcript::Direction;
+use acp_vocab::transcript::Direction;
 use acp_fake_agents::wire::{Frame, FrameReader};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;

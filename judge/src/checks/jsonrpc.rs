@@ -346,7 +346,7 @@ mod tests {
         c.note(json!({"type":"fault","kind":"raw"}));
         c.rec.record(
             1,
-            acp_fake_agents::transcript::Direction::AgentToClient,
+            acp_vocab::transcript::Direction::AgentToClient,
             b"oops",
         );
         c.c2a(json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}));

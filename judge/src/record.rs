@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use acp_fake_agents::transcript::Entry;
+use acp_vocab::transcript::Entry;
 use serde::{Deserialize, Serialize};
 
 /// Scenario metadata the checks and reports need.

@@ -3,17 +3,17 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use acp_fake_agents::transcript::{Direction, Recorder};
+use acp_vocab::transcript::{Direction, Recorder};
 use serde_json::{Value, json};
 
 use super::{Check, Finding, Grade};
 use crate::record::{CaseMeta, CaseRecord, RunEnd};
 
-pub(crate) const WS: &str = "/tmp/case/work";
-pub(crate) const SID: &str = "ses_1";
+pub const WS: &str = "/tmp/case/work";
+pub const SID: &str = "ses_1";
 
 /// A transcript under construction plus the non-frame facts of the run.
-pub(crate) struct Case {
+pub struct Case {
     pub rec: Recorder,
     pub control_plane: bool,
     pub end: RunEnd,
@@ -176,21 +176,21 @@ impl Case {
 }
 
 /// opencode's three options.
-pub(crate) fn opts3() -> Value {
+pub fn opts3() -> Value {
     json!([{"optionId":"once","kind":"allow_once","name":"Allow once"},
            {"optionId":"always","kind":"allow_always","name":"Always allow"},
            {"optionId":"reject","kind":"reject_once","name":"Reject"}])
 }
 
 /// The buttons an adapter shows for [`opts3`].
-pub(crate) fn buttons3() -> Value {
+pub fn buttons3() -> Value {
     json!([{"optionId":"once","label":"Allow once"},
            {"optionId":"always","label":"Always allow"},
            {"optionId":"reject","label":"Reject"}])
 }
 
 #[track_caller]
-pub(crate) fn assert_grade(finding: &Finding, grade: Grade, needle: &str) {
+pub fn assert_grade(finding: &Finding, grade: Grade, needle: &str) {
     assert_eq!(
         finding.grade, grade,
         "expected {grade:?} containing {needle:?}, got {finding:?}"

@@ -445,7 +445,7 @@ fn bounded(message: &str) -> String {
 }
 
 /// Truncates `s` to at most `max` characters, marking the cut with `…`.
-pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
+pub fn truncate_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         None => s.to_owned(),
         Some((cut, _)) => format!("{}…", &s[..cut]),

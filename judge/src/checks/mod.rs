@@ -305,7 +305,7 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
 
 /// True if the run stopped because the client closed the agent connection (engine note
 /// `connection_closed`), not because a wait ran out.
-pub(crate) fn connection_closed(model: &WireModel<'_>) -> bool {
+pub fn connection_closed(model: &WireModel<'_>) -> bool {
     model
         .notes
         .iter()
@@ -314,7 +314,7 @@ pub(crate) fn connection_closed(model: &WireModel<'_>) -> bool {
 
 /// How an unfinished run ended, as words to append to "… was never answered": nothing on a
 /// completed run.
-pub(crate) fn before_the_end(case: &CaseRecord, model: &WireModel<'_>) -> &'static str {
+pub fn before_the_end(case: &CaseRecord, model: &WireModel<'_>) -> &'static str {
     match case.end {
         RunEnd::Completed => "",
         RunEnd::Crash { .. } => " before the client died",
@@ -346,7 +346,7 @@ fn without_adapter(check: &dyn Check, model: &WireModel<'_>) -> String {
 
 /// True if the client's own model reports control events of this `type`: through its adapter,
 /// or through its profile's observer.
-pub(crate) fn reports(case: &CaseRecord, model: &WireModel<'_>, event: &str) -> bool {
+pub fn reports(case: &CaseRecord, model: &WireModel<'_>, event: &str) -> bool {
     case.control_plane || model.observer_reports(event)
 }
 
@@ -406,7 +406,7 @@ pub fn frame_line(model: &WireModel<'_>, index: usize) -> String {
 /// Collects the problems one check finds and turns them into one [`Finding`]: the worst grade
 /// wins (`error` > `fail` > `warn`), every problem is one line of the message.
 #[derive(Debug, Default)]
-pub(crate) struct Problems {
+pub struct Problems {
     items: Vec<(Grade, String)>,
     frames: Vec<usize>,
 }
@@ -415,11 +415,11 @@ pub(crate) struct Problems {
 const MAX_PROBLEMS: usize = 12;
 
 impl Problems {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::default()
     }
 
-    pub(crate) fn add(&mut self, grade: Grade, message: impl Into<String>, frames: &[usize]) {
+    pub fn add(&mut self, grade: Grade, message: impl Into<String>, frames: &[usize]) {
         // Only the problems spelled out in the message cite their frames: a client that floods
         // the wire with 10^5 violations gets 12 quoted frames, not 10^5 (and no quadratic scan).
         if self.items.len() < MAX_PROBLEMS {
@@ -432,20 +432,20 @@ impl Problems {
         self.items.push((grade, message.into()));
     }
 
-    pub(crate) fn fail(&mut self, message: impl Into<String>, frames: &[usize]) {
+    pub fn fail(&mut self, message: impl Into<String>, frames: &[usize]) {
         self.add(Grade::Fail, message, frames);
     }
 
-    pub(crate) fn warn(&mut self, message: impl Into<String>, frames: &[usize]) {
+    pub fn warn(&mut self, message: impl Into<String>, frames: &[usize]) {
         self.add(Grade::Warn, message, frames);
     }
 
-    pub(crate) fn error(&mut self, message: impl Into<String>, frames: &[usize]) {
+    pub fn error(&mut self, message: impl Into<String>, frames: &[usize]) {
         self.add(Grade::Error, message, frames);
     }
 
     /// The finding: `pass` (with `pass_note` as its message) when nothing was found.
-    pub(crate) fn finish(self, pass_note: &str) -> Finding {
+    pub fn finish(self, pass_note: &str) -> Finding {
         let rank = |g: Grade| match g {
             Grade::Error => 3,
             Grade::Fail => 2,
@@ -477,7 +477,7 @@ impl Problems {
 }
 
 /// `"a", "b"` for a list of ids.
-pub(crate) fn quoted_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+pub fn quoted_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
     let v: Vec<String> = items.into_iter().map(|s| format!("\"{s}\"")).collect();
     if v.is_empty() {
         "none".to_owned()
@@ -488,5 +488,6 @@ pub(crate) fn quoted_list<'a>(items: impl IntoIterator<Item = &'a str>) -> Strin
 
 #[cfg(test)]
 mod grade_tests;
-#[cfg(test)]
-pub(crate) mod testkit;
+/// Hand-built cases, for this crate's tests and for the harness's (feature `testkit`).
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;

@@ -250,7 +250,7 @@ fn grading_never_panics_on_garbage() {
     c.c2a_raw(b"\x00\x01garbage");
     c.rec.record(
         7,
-        acp_fake_agents::transcript::Direction::AgentToClient,
+        acp_vocab::transcript::Direction::AgentToClient,
         b"[1,2]",
     );
     c.ev(json!({"type":"approval"}));

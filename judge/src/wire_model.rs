@@ -13,7 +13,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
-use acp_fake_agents::transcript::{Direction, Entry};
+use acp_vocab::transcript::{Direction, Entry};
 use serde_json::Value;
 
 pub use crate::acp_schema::Side;
@@ -1545,7 +1545,7 @@ fn pick(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use acp_fake_agents::transcript::Recorder;
+    use acp_vocab::transcript::Recorder;
     use serde_json::json;
 
     fn c2a(rec: &Recorder, v: Value) -> usize {

@@ -118,7 +118,7 @@ impl Check for Schema {
 
 /// "sent as a request, but `session/cancel` is a notification" for a request or notification
 /// whose method ACP v1 defines only as the other kind (in its direction).
-pub(crate) fn wrong_kind(msg: &WireMsg<'_>) -> Option<String> {
+pub fn wrong_kind(msg: &WireMsg<'_>) -> Option<String> {
     let (kind, method) = match msg.kind {
         MsgKind::Request { method, .. } => (PayloadKind::RequestParams, method),
         MsgKind::Notification { method } => (PayloadKind::NotificationParams, method),
@@ -223,7 +223,7 @@ mod tests {
         c.note(json!({"type":"fault","kind":"raw"}));
         c.rec.record(
             1,
-            acp_fake_agents::transcript::Direction::AgentToClient,
+            acp_vocab::transcript::Direction::AgentToClient,
             b"not json",
         );
         c.select(json!(0), "once");
