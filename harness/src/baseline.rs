@@ -1,5 +1,5 @@
-//! The expected-failures baseline (DESIGN §7): lets a client land with known bugs, and fails the
-//! run as soon as one of them is fixed, so the list never rots.
+//! The expected-failures baseline (docs/architecture.md §7): lets a client land with known bugs,
+//! and fails the run as soon as one of them is fixed, so the list never rots.
 //!
 //! A baseline is a TOML file of entries keyed by what they cover (format: clients/README.md,
 //! "Baselines"):

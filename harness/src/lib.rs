@@ -3,7 +3,7 @@
 //! The harness plays a scripted agent (the scenario engine of `acp-fake-agents`, reached through
 //! the `acp-fake-agent --connect` relay that the client spawns) and, through the client's
 //! control-plane adapter, the user. Every frame lands in a transcript; checks are pure functions
-//! of the recorded case. See DESIGN.md in the project's shared folder and README.md.
+//! of the recorded case. See docs/architecture.md and README.md.
 pub mod baseline;
 pub mod bench;
 pub mod case_symlinks;

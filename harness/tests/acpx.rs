@@ -57,9 +57,9 @@ fn acpx_passes_the_suite_with_its_baseline() {
     assert!(message.contains("observer → harness"), "{message}");
 }
 
-/// What needs acpx's terminal prompt (clients.md §2.2): SIGINT with a request pending exits 5
-/// (PERMISSION_DENIED), so the cancelled turn shows as failed; Ctrl-C at the prompt answers
-/// reject without session/cancel; y/N cannot reach an allow_always option.
+/// What needs acpx's terminal prompt (docs/clients.md §2.2): SIGINT with a request pending
+/// exits 5 (PERMISSION_DENIED), so the cancelled turn shows as failed; Ctrl-C at the prompt
+/// answers reject without session/cancel; y/N cannot reach an allow_always option.
 #[test]
 fn acpx_on_a_terminal_keeps_its_known_bugs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,8 +1,8 @@
-//! Chaos clients (DESIGN §6): hostile clients (`clients/chaos`, `acp-chaos-client --mode …`) that
-//! crash, hang, flood, write garbage, answer with the wrong ids, leave processes behind, or break
-//! the control protocol. Each must be graded with a specific message within its step timeout
-//! plus 2 s while the rest of the suite goes on; the harness must never panic, its memory must
-//! stay bounded by the frame limit, and no process may survive the run.
+//! Chaos clients (docs/architecture.md §6): hostile clients (`clients/chaos`, `acp-chaos-client
+//! --mode …`) that crash, hang, flood, write garbage, answer with the wrong ids, leave processes
+//! behind, or break the control protocol. Each must be graded with a specific message within its
+//! step timeout plus 2 s while the rest of the suite goes on; the harness must never panic, its
+//! memory must stay bounded by the frame limit, and no process may survive the run.
 //!
 //! `cargo test -p acp-harness --test chaos -- --nocapture` prints the time to verdict per case.
 

@@ -70,7 +70,7 @@ fn every_linked_recording_is_in_the_repository_and_every_recording_is_linked() {
     }
     assert!(
         missing.is_empty(),
-        "linked recordings are missing (copy them from the reference data with their attribution):\n{}",
+        "linked recordings are missing (copy them from the upstream repository named in their folder's README, with attribution):\n{}",
         missing.join("\n")
     );
     let mut on_disk = Vec::new();

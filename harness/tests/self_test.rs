@@ -1,7 +1,7 @@
-//! Self-tests (DESIGN §6): every check can fail. The reference client passes every check of every
-//! scenario; each field-bug mutant of it (clients/README.md) fails exactly the set of checks its
-//! bug breaks, across the whole scenario corpus; and every check is failed by some mutant — a
-//! check that nothing can fail is a defect.
+//! Self-tests (docs/architecture.md §6): every check can fail. The reference client passes every
+//! check of every scenario; each field-bug mutant of it (clients/README.md) fails exactly the set
+//! of checks its bug breaks, across the whole scenario corpus; and every check is failed by some
+//! mutant — a check that nothing can fail is a defect.
 //!
 //! The table asserts *which checks* fail per mutant, never how often, so scenarios can be added
 //! without touching it unless a new scenario makes a mutant break a check it did not break before

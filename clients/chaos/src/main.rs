@@ -1,5 +1,5 @@
-//! `acp-chaos-client`: hostile clients for acp-harness's robustness tests (DESIGN §6, "chaos
-//! clients"). Each `--mode` misbehaves in one way a real client can: it dies, hangs, floods,
+//! `acp-chaos-client`: hostile clients for acp-harness's robustness tests (docs/architecture.md §6,
+//! "chaos clients"). Each `--mode` misbehaves in one way a real client can: it dies, hangs, floods,
 //! writes garbage, answers with the wrong ids, or breaks the control protocol. The harness must
 //! grade each with a specific message within its timeout, kill everything it started, and never
 //! panic (`harness/tests/chaos.rs`).

@@ -32,8 +32,8 @@ agent = "{AGENT}"
 version = "{VERSION}"
 profile = "opencode@1.18"
 provenance = [
-  "../shared/reference/agents-opencode-qwen.md §1.4 (tool flow: pending tool_call, in_progress updates with content)",
-  "../shared/reference/agents-opencode-qwen.md §1.5 (permission options once/always/reject)",
+  "docs/agents/opencode.md §4 (tool flow: pending tool_call, in_progress updates with content; anomalyco/opencode packages/opencode/src/acp/event.ts@bffd806)",
+  "docs/agents/opencode.md §5 (permission options once/always/reject; anomalyco/opencode packages/opencode/src/acp/permission.ts@100f5c4)",
 ]
 
 [[step]]
