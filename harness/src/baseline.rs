@@ -355,6 +355,7 @@ mod tests {
             rules: &[],
             requirement: "",
             grade,
+            rule: None,
             message: message.into(),
             frames: Vec::new(),
         }

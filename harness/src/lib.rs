@@ -13,6 +13,7 @@ pub mod fuzz;
 pub mod launch;
 pub mod locate;
 pub mod observe;
+pub mod offline;
 pub mod output;
 pub mod pty;
 pub mod run_json;

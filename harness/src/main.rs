@@ -46,6 +46,26 @@ enum Command {
         #[command(flatten)]
         common: CommonArgs,
     },
+    /// Grade a recorded transcript file alone, without running anything.
+    ///
+    /// TRANSCRIPT_JSONL is a per-case transcript as the runner writes it
+    /// (`<out>/transcripts/<case>.jsonl`), or one recorded elsewhere in that format. When a
+    /// run.json lies in the folder above, the case's id, end, stderr tail and repro come from it;
+    /// otherwise they are derived from the frames, and the output ends with what could not be
+    /// known (e.g. the files on disk after the run). Every failure starts with the rule it
+    /// breaks, `R43 (MUST) <requirement> <link>`.
+    ///
+    /// Example:  acp-harness grade acp-results/transcripts/opencode_1.18_edit-permission.jsonl
+    ///
+    /// Exits 0 when nothing fails, 1 on fail, timeout or crash (and warn with --strict), 2 if the
+    /// file is missing or a line is not a transcript entry (the message names the line).
+    Grade(acp_harness::offline::GradeArgs),
+    /// List the rule catalogue: every rule a check enforces, its level, whom it binds, the
+    /// requirement in one sentence and a public link.
+    ///
+    /// Rule ids (`R43`) are what failures, run.json (`trials[].rule`) and the report cite.
+    /// `--json` prints the same as an array of {id, level, binds, requirement, link}.
+    Rules(acp_harness::offline::RulesArgs),
     /// Make the HTML report, junit.xml and summary.md from run.json files (one per client).
     ///
     /// Writes DIR/index.html (clients × agent versions), a page per agent version and per case,
@@ -176,6 +196,8 @@ fn main() -> ExitCode {
         Command::List(args) => list(args),
         Command::Replay { case_id, common } => replay(&case_id, common),
         Command::Report { runs, out } => report(&runs, &out),
+        Command::Grade(args) => acp_harness::offline::grade(&args),
+        Command::Rules(args) => acp_harness::offline::rules(&args),
         Command::Diff(args) => diff(args),
         Command::Bench(args) => acp_harness::bench::run(args),
         Command::FuzzToScenario {
@@ -297,7 +319,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
                         r.record.meta.case_id,
                         t.check,
                         t.grade.as_str(),
-                        indent(&t.message)
+                        indent(&t.failure_text())
                     )
                 })
         })
@@ -412,7 +434,7 @@ fn replay(case_id: &str, common: CommonArgs) -> Result<ExitCode> {
     for t in &result.trials {
         println!("{:>15}  {}", t.grade.as_str(), t.check);
         if !t.message.is_empty() {
-            println!("{}", indent(&t.message));
+            println!("{}", indent(&t.failure_text()));
         }
         failing |= is_failing(t.grade, false);
     }

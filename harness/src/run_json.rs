@@ -13,8 +13,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 pub use acp_reports::run::{
-    CaseEnd, CaseJson, CheckInfo, ClientInfo, ProfileInfo, RUN_SCHEMA, RunConfigInfo, RunJson,
-    ToolInfo, TrialJson, transcript_file,
+    CaseEnd, CaseJson, CheckInfo, ClientInfo, ProfileInfo, RUN_SCHEMA, RuleJson, RunConfigInfo,
+    RunJson, ToolInfo, TrialJson, transcript_file,
 };
 
 use crate::client_spec::ClientSpec;
@@ -222,10 +222,22 @@ pub fn case_json(result: &CaseResult, scenarios: &ScenarioInfo) -> CaseJson {
                 grade: t.grade.as_str().to_string(),
                 rules: t.rules.to_vec(),
                 requirement: t.requirement.to_string(),
+                rule: t.broken_rule().map(rule_json),
                 message: t.message.clone(),
                 frames: t.frames.clone(),
             })
             .collect(),
+    }
+}
+
+/// A catalogue rule as run.json carries it.
+fn rule_json(rule: &acp_judge::rules::Rule) -> RuleJson {
+    RuleJson {
+        id: rule.id.clone(),
+        level: rule.level.as_str().to_owned(),
+        binds: rule.binds.as_str().to_owned(),
+        requirement: rule.requirement.clone(),
+        link: rule.link.clone(),
     }
 }
 

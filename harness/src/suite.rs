@@ -201,14 +201,14 @@ pub fn conformance_main() -> std::process::ExitCode {
                     b.apply_trial(&case.id, &mut trial);
                 }
                 if is_failing(trial.grade, shared.strict) {
-                    Err(format!("[{}]\n{}", trial.grade.as_str(), trial.message).into())
+                    Err(format!("[{}]\n{}", trial.grade.as_str(), trial.failure_text()).into())
                 } else {
                     if matches!(trial.grade, Grade::Warn | Grade::Expected) {
                         eprintln!(
                             "{}: {}::{check_id}: {}",
                             trial.grade.as_str(),
                             case.id,
-                            trial.message
+                            trial.failure_text()
                         );
                     }
                     Ok(())

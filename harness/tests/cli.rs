@@ -90,3 +90,125 @@ fn list_into_a_closed_pipe_ends_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+#[test]
+fn rules_lists_the_catalogue_as_a_table_and_as_json() {
+    let out = harness().arg("rules").output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let table = String::from_utf8_lossy(&out.stdout);
+    let r43 = table
+        .lines()
+        .find(|l| l.starts_with("R43 "))
+        .expect("R43 is listed");
+    assert!(r43.contains("MUST") && r43.contains("client"), "{r43}");
+    assert!(table.contains("https://agentclientprotocol.com/protocol/prompt-turn#cancellation"));
+
+    let out = harness().args(["rules", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let rules: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = rules.iter().filter_map(|r| r["id"].as_str()).collect();
+    assert!(ids.contains(&"R43") && ids.contains(&"R59"), "{ids:?}");
+    let unique: std::collections::BTreeSet<&&str> = ids.iter().collect();
+    assert_eq!(unique.len(), ids.len());
+    assert!(
+        rules
+            .iter()
+            .all(|r| r["requirement"].is_string() && r["link"].is_string())
+    );
+}
+
+/// A transcript where the client answers a permission request with an option it was not offered.
+fn unoffered_answer_transcript() -> String {
+    use acp_vocab::transcript::{Direction, Recorder};
+    let rec = Recorder::new();
+    let frames = [
+        (
+            Direction::ClientToAgent,
+            r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{},"clientInfo":{"name":"c","version":"1"}}}"#,
+        ),
+        (
+            Direction::AgentToClient,
+            r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}"#,
+        ),
+        (
+            Direction::ClientToAgent,
+            r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp/case/work","mcpServers":[]}}"#,
+        ),
+        (
+            Direction::AgentToClient,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#,
+        ),
+        (
+            Direction::AgentToClient,
+            r#"{"jsonrpc":"2.0","id":5,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"c"},"options":[{"optionId":"once","name":"Allow","kind":"allow_once"}]}}"#,
+        ),
+        (
+            Direction::ClientToAgent,
+            r#"{"jsonrpc":"2.0","id":5,"result":{"outcome":{"outcome":"selected","optionId":"forever"}}}"#,
+        ),
+    ];
+    for (dir, raw) in frames {
+        rec.record(1, dir, raw.as_bytes());
+    }
+    rec.snapshot()
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap() + "\n")
+        .collect()
+}
+
+#[test]
+fn grade_judges_a_transcript_file_alone_and_names_the_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("case.jsonl");
+    std::fs::write(&file, unoffered_answer_transcript()).unwrap();
+    let out = harness().arg("grade").arg(&file).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("fail  offered-options"), "{stdout}");
+    let rule_line = stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("R59 (MUST) "))
+        .expect("the failure starts with its rule");
+    assert!(
+        rule_line.contains("https://agentclientprotocol.com/"),
+        "{rule_line}"
+    );
+    assert!(stdout.contains("selected optionId \"forever\""), "{stdout}");
+    // Without a run.json next to it, the output says what it had to assume.
+    assert!(
+        stdout.contains("not known from the transcript alone"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("how the run ended"), "{stdout}");
+}
+
+#[test]
+fn grade_reports_a_missing_or_malformed_file_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = harness()
+        .arg("grade")
+        .arg(dir.path().join("nope.jsonl"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("cannot read transcript"), "{stderr}");
+
+    let file = dir.path().join("bad.jsonl");
+    let mut text = unoffered_answer_transcript();
+    text.insert_str(text.find('\n').unwrap() + 1, "{\"i\": \"x\"}\n");
+    std::fs::write(&file, text).unwrap();
+    let out = harness().arg("grade").arg(&file).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("bad.jsonl:2:"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    for junk in [&b""[..], b"\n\n", b"\xff\xfe"] {
+        std::fs::write(&file, junk).unwrap();
+        let out = harness().arg("grade").arg(&file).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}

@@ -6,9 +6,11 @@
 //!
 //! Module map: [`wire_model`] (what each frame is and what the agent told the client) ·
 //! [`acp_schema`] (the pinned ACP schema) · [`policy`] (a client's declared decisions) ·
-//! [`checks`] (one module per check) · [`record`] (the case as the checks see it).
+//! [`checks`] (one module per check) · [`record`] (the case as the checks see it) ·
+//! [`rules`] (the rule catalogue the checks cite).
 pub mod acp_schema;
 pub mod checks;
 pub mod policy;
 pub mod record;
+pub mod rules;
 pub mod wire_model;

@@ -200,6 +200,8 @@ pub struct TrialView {
     pub bad: bool,
     pub requirement: String,
     pub rules: String,
+    /// The rule the finding breaks, shown next to what was observed and expected.
+    pub broken: Option<crate::run::RuleJson>,
     pub finding: Vec<Vec<Segment>>,
     /// The finding lines split into observed / expected.
     pub split: Vec<message::Split>,
@@ -421,6 +423,7 @@ fn case_page<'a>(
                 bad,
                 requirement: t.requirement.clone(),
                 rules: model::rules_text(&t.rules),
+                broken: t.rule.clone().filter(|_| bad),
                 cited: if bad {
                     t.frames
                         .iter()

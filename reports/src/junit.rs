@@ -36,7 +36,7 @@ pub fn render(runs: &[LoadedRun], model: &Model) -> Result<String, ReportError> 
                     let mut test = TestCase::new(trial.check.clone(), status(trial, strict));
                     test.set_classname(case.short_id());
                     if Grade::of(&trial.grade).info.outcome == Outcome::Soft && !strict {
-                        test.set_system_out(&trial.message);
+                        test.set_system_out(trial.failure_text());
                     }
                     suite.add_test_case(test);
                 }
@@ -64,7 +64,7 @@ fn status(trial: &TrialJson, strict: bool) -> TestCaseStatus {
         } else {
             headline.clone()
         });
-        status.set_description(&trial.message);
+        status.set_description(trial.failure_text());
         status
     };
     match grade.info.outcome {

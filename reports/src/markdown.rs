@@ -111,7 +111,7 @@ pub fn render(model: &Model, report_hint: &str) -> Result<String, ReportError> {
             let mut failures: Vec<Failure> = attention
                 .into_iter()
                 .map(|t| {
-                    let text = t.message.trim_end().to_owned();
+                    let text = t.failure_text().trim_end().to_owned();
                     Failure {
                         grade: html_text(&t.grade),
                         trial: format!("<code>{}</code>", html_text(&t.name)),

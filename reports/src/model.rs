@@ -386,7 +386,7 @@ fn columns(run: &RunJson, cases: &[&CaseJson]) -> Vec<Column> {
 pub fn rules_text(rules: &[u16]) -> String {
     rules
         .iter()
-        .map(|r| format!("#{r}"))
+        .map(|r| format!("R{r}"))
         .collect::<Vec<_>>()
         .join(" ")
 }

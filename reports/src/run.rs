@@ -245,11 +245,52 @@ pub struct TrialJson {
     pub grade: String,
     pub rules: Vec<u16>,
     pub requirement: String,
+    /// The rule the finding breaks, as the catalogue states it: on `fail` and `warn` (and the
+    /// `expected` of a baseline); absent otherwise and in run.json files written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RuleJson>,
     /// Empty on pass. Otherwise the finding, then the cited frames (`#<index> <arrow> <raw>`, one
     /// a line), then `repro: <command>`.
     pub message: String,
     /// Transcript indices of the offending frames.
     pub frames: Vec<usize>,
+}
+
+impl TrialJson {
+    /// What a failure prints: the rule it breaks on a line of its own (`R43 (MUST) <sentence>
+    /// <link>`), then the message with its Expected and Actual.
+    pub fn failure_text(&self) -> String {
+        match &self.rule {
+            Some(rule) => format!("{}\n{}", rule.line(), self.message),
+            None => self.message.clone(),
+        }
+    }
+}
+
+/// A rule of the judge's catalogue (`judge/rules.toml`), carried whole so a report needs
+/// nothing but run.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RuleJson {
+    /// `R<n>`.
+    pub id: String,
+    /// `MUST`, `SHOULD` or `MAY`.
+    pub level: String,
+    /// `client`, `agent` or `both`.
+    pub binds: String,
+    /// The requirement in one sentence.
+    pub requirement: String,
+    /// A public page stating it.
+    pub link: String,
+}
+
+impl RuleJson {
+    /// `R43 (MUST) <sentence> <link>`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} ({}) {} {}",
+            self.id, self.level, self.requirement, self.link
+        )
+    }
 }
 
 /// File name of a case's transcript: the case id with path-unsafe characters replaced.

@@ -121,7 +121,15 @@ fn the_failing_frame_is_two_clicks_from_the_index() {
     // The failing check's section says what was required and links the same frame.
     assert!(case.contains("id=\"check-subject-kind\""));
     assert!(case.contains(&format!("class=\"fref\" href=\"#{anchor}\"")));
-    assert!(case.contains("spec rules #56 #57 #58 #59"));
+    assert!(case.contains("rules R56 R57 R58 R59"));
+    // …and which rule the finding breaks, next to what was observed and expected.
+    let breaks = case
+        .find("<div>breaks</div>")
+        .expect("the broken rule is shown");
+    let found = case.find("<div>found</div>").expect("the finding");
+    assert!(breaks < found);
+    assert!(case[breaks..found].contains("R58"));
+    assert!(case[breaks..found].contains("tool-calls#requesting-permission"));
 }
 
 #[test]
@@ -209,7 +217,11 @@ fn junit_has_a_suite_per_agent_version_and_a_testcase_per_trial() {
                 .iter()
                 .flat_map(|c| &c.trials)
                 .find(|t| t.name == "acme@1.0/edit-approve::subject-kind");
-            assert_eq!(text, trial.unwrap().message);
+            // The rule the finding breaks, on its own line, then the message.
+            let trial = trial.unwrap();
+            assert!(trial.rule.is_some());
+            assert_eq!(text, trial.failure_text());
+            assert!(text.starts_with("R58 (MAY) "), "{text}");
         }
         other => panic!("expected a failure, got {other:?}"),
     }

@@ -243,6 +243,7 @@ fn grade(turn: &PermissionTurn, log: Log) -> Result<(), String> {
                 rules: check.rules(),
                 requirement: check.requirement(),
                 grade: finding.grade,
+                rule: finding.rule,
                 message: finding.message,
                 frames: finding.frames,
             }

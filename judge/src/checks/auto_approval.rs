@@ -335,6 +335,7 @@ impl Judge<'_, '_> {
                 .map(|k| format!("{} ({} at #{})", k.kind, k.how, k.frame))
                 .collect();
             problems.fail(
+                60,
                 format!(
                     "{head}, but its effective kind {} is outside what it may approve by itself.{} Policy: {}.",
                     which.join(" and "),
@@ -354,6 +355,7 @@ impl Judge<'_, '_> {
                 {
                     frames.push(frame);
                     problems.fail(
+                        61,
                         format!(
                             "{head}, but the tool call reaches {why} (named at #{frame}), and the policy approves only inside the workspace. Policy: {}.",
                             self.policy_words
@@ -368,6 +370,7 @@ impl Judge<'_, '_> {
             || kinds.iter().all(|k| is_granted(&k.kind));
         if option_kind == "allow_always" && !always_allowed {
             problems.fail(
+                60,
                 format!(
                     "{head}, and the option it picked, \"{option_id}\", is allow_always: a lasting grant the user never gave, and the policy does not let the client grant it by itself. Policy: {}.",
                     self.policy_words
@@ -404,6 +407,7 @@ impl Judge<'_, '_> {
             return;
         }
         problems.warn(
+            59,
             format!(
                 "permission request #{} was answered cancelled at #{} although nobody cancelled (no Stop, no $/cancel_request for it): the cancelled outcome tells the agent the prompt turn was cancelled. Expected: an option of the request, or a reject when the client will not ask. Policy: {}.",
                 request.index, decision.index, self.policy_words

@@ -86,6 +86,7 @@ impl Check for CancelStop {
             open.retain(|p| p.answers.iter().all(|&a| a > at));
             let Some(sid) = targets[k] else {
                 problems.fail(
+                    43,
                     format!(
                         "cannot tell which session the user cancel #{} targets: handle {} was never reported by a session_opened event.",
                         cancel.index,
@@ -200,6 +201,7 @@ fn check_cancel(
             });
             match rejected {
                 Some((request, answer, id, kind)) => problems.fail(
+                    43,
                     format!(
                         "cancel answered with reject and no session/cancel: after the user cancel #{at} the client answered request #{request} with option \"{id}\" ({kind}) at #{answer} and never sent session/cancel for session \"{sid}\". Expected session/cancel and {{\"outcome\":\"cancelled\"}}."
                     ),
@@ -209,6 +211,7 @@ fn check_cancel(
                     let mut frames = vec![at];
                     frames.extend(prompt.map(|p| p.index));
                     problems.fail(
+                        43,
                         format!(
                             "after the user cancel #{at} the client never sent session/cancel for session \"{sid}\"{}.",
                             prompt.map_or(String::new(), |p| format!(
@@ -229,6 +232,7 @@ fn check_cancel(
         match answer.map(|a| (a, model.permission_answer(a))) {
             Some((_, PermissionAnswer::Cancelled)) => {}
             Some((a, other)) => problems.fail(
+                43,
                 format!(
                     "request #{} was pending at the user cancel #{at} and was answered {} (#{a}). Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (#43).",
                     request.index,
@@ -237,6 +241,7 @@ fn check_cancel(
                 &[at, request.index, a],
             ),
             None if !matches!(case.end, RunEnd::Crash { .. }) => problems.fail(
+                43,
                 format!(
                     "request #{} was pending at the user cancel #{at} and was never answered{}. Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (#43).",
                     request.index,
@@ -252,6 +257,7 @@ fn check_cancel(
         // client's to answer `cancelled` by itself: the user already said stop (#44).
         match request.answers.first() {
             None if !matches!(case.end, RunEnd::Crash { .. }) => problems.fail(
+                44,
                 format!(
                     "request #{} arrived after the user cancel #{at}, in the cancelled turn, and was never answered{}. Expected the client to answer it {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} by itself, without asking the user (#44).",
                     request.index,
@@ -260,6 +266,7 @@ fn check_cancel(
                 &[at, request.index],
             ),
             Some(&a) if model.permission_answer(a) == PermissionAnswer::Error => problems.fail(
+                44,
                 format!(
                     "request #{} arrived in the turn the user cancelled at #{at} and was answered with an error (#{a}). Expected the cancelled outcome (#44).",
                     request.index
@@ -271,6 +278,7 @@ fn check_cancel(
         for &a in &request.answers {
             if let PermissionAnswer::Selected(id) = model.permission_answer(a) {
                 problems.fail(
+                    44,
                     format!(
                         "request #{} arrived in the turn the user cancelled at #{at} and was answered selected \"{id}\" (#{a}). Expected the cancelled outcome (#44).",
                         request.index
@@ -292,6 +300,7 @@ fn check_cancel(
             && !model.is_reply_to_garbage(m.index)
         {
             problems.fail(
+                50,
                 format!(
                     "after the user cancel #{at} the client sent error #{} that answers no request: it rejected an update of the cancelled turn. Expected updates to be accepted silently (#50).",
                     m.index
@@ -303,6 +312,7 @@ fn check_cancel(
     if let RunEnd::Crash { .. } = case.end {
         if prompt.is_some() && prompt_response.is_none() {
             problems.fail(
+                50,
                 format!(
                     "the client died after the user cancel #{at}, before the agent ended the cancelled turn. Expected it to keep accepting updates until the session/prompt response (#50)."
                 ),
@@ -358,6 +368,7 @@ fn check_cancel(
         ended = true;
         if state != "cancelled" {
             problems.fail(
+                48,
                 format!(
                     "the agent ended the cancelled turn with stopReason \"cancelled\" (#{response}) but the client shows the turn as \"{state}\" (#{}). Expected \"cancelled\".",
                     c.index
@@ -372,6 +383,7 @@ fn check_cancel(
         // nothing and is only noted.
         if case.end == RunEnd::Completed {
             problems.fail(
+                48,
                 format!(
                     "the agent ended the cancelled turn with stopReason \"cancelled\" (#{response}) but the client never reported the turn's end. Expected a turn event with state \"cancelled\"."
                 ),

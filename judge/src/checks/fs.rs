@@ -120,6 +120,7 @@ fn check_writes(
                 let inside = w.path.starts_with(&case.workspace) && verifiable(case, &w.path);
                 if inside && model.client_fs_capability(w.msg.conn, "writeTextFile") {
                     problems.fail(
+                        65,
                         format!(
                             "fs/write_text_file #{} for \"{}\" inside the workspace was refused with error #{answer}, although the client advertised fs.writeTextFile. Expected the file to be written (created if missing, #65).",
                             w.msg.index,
@@ -153,6 +154,7 @@ fn check_writes(
                 &frames,
             ),
             Some(None) => problems.fail(
+                65,
                 format!(
                     "fs/write_text_file #{} was answered with success but \"{}\" does not exist after the run. Expected {} bytes.",
                     w.msg.index,
@@ -162,6 +164,7 @@ fn check_writes(
                 &frames,
             ),
             Some(Some(bytes)) if bytes.as_slice() != content.as_bytes() => problems.fail(
+                65,
                 format!(
                     "fs/write_text_file #{} was answered with success but \"{}\" does not hold the requested bytes: {}.",
                     w.msg.index,
@@ -208,6 +211,7 @@ fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut
             }
             Some(None) => {
                 problems.fail(
+                    66,
                     format!(
                         "fs/read_text_file #{} returned content for \"{}\", which does not exist. Expected an error.",
                         r.msg.index,
@@ -242,6 +246,7 @@ fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut
                 ),
             };
             problems.fail(
+                66,
                 format!(
                     "fs/read_text_file #{} of \"{}\" asked for {what} (#66) and got different text: {}.",
                     r.msg.index,

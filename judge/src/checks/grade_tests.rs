@@ -245,6 +245,37 @@ fn failure_message_lists_frames_then_repro() {
 }
 
 #[test]
+fn a_failing_trial_names_its_rule_and_prints_it_first() {
+    let c = Case::new();
+    c.handshake();
+    c.prompt();
+    c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+    c.select(json!(0), "not-offered");
+    let trials = grade_case(&c.record());
+    let t = trial(&trials, "offered-options");
+    assert_eq!(t.grade, Grade::Fail);
+    assert_eq!(t.rule, Some(59));
+    let rule = t.broken_rule().expect("R59 is in the catalogue");
+    let text = t.failure_text();
+    let first = text.lines().next().unwrap_or("");
+    assert_eq!(
+        first,
+        format!("R59 (MUST) {} {}", rule.requirement, rule.link)
+    );
+    assert!(
+        text.ends_with(&t.message),
+        "the finding follows the rule line"
+    );
+    // The rule stays out of the message itself: baseline entries match its first words.
+    assert!(!t.message.starts_with("R59"));
+    // A trial no rule decides names none.
+    for t in grade_case(&passing().record()) {
+        assert_eq!(t.rule, None, "{}", t.check);
+        assert_eq!(t.failure_text(), t.message);
+    }
+}
+
+#[test]
 fn grading_never_panics_on_garbage() {
     let c = Case::new();
     c.c2a_raw(b"\x00\x01garbage");

@@ -72,6 +72,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
         Some(*first)
     } else {
         problems.fail(
+            9,
             format!(
                 "the client's first message on connection {} is #{} ({}), not an initialize request (#9).",
                 first.conn,
@@ -106,6 +107,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
             let mut frames = vec![init.index, m.index];
             frames.extend(completed);
             problems.fail(
+                if method == "session/prompt" { 35 } else { 23 },
                 format!(
                     "the client sent {method} #{} {why}. Expected initialization to complete first (#23, #35).",
                     m.index
@@ -116,6 +118,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
         if method == "initialize" && m.is_request() && completed.is_some_and(|done| m.index > done)
         {
             problems.warn(
+                9,
                 format!(
                     "the client sent initialize again (#{}) after the connection was initialized.",
                     m.index
@@ -132,6 +135,7 @@ fn check_params(init: &WireMsg<'_>, problems: &mut Problems) {
     let version = params.and_then(|p| p.get("protocolVersion"));
     if !version.is_some_and(|v| v.is_u64()) {
         problems.fail(
+            12,
             format!(
                 "initialize #{} has protocolVersion {}. Expected the latest protocol version the client supports, an integer (#12).",
                 init.index,
@@ -147,6 +151,7 @@ fn check_params(init: &WireMsg<'_>, problems: &mut Problems) {
     });
     if !named {
         problems.warn(
+            10,
             format!(
                 "initialize #{} has no clientInfo with name and version (#10, #17 SHOULD).",
                 init.index
@@ -184,19 +189,20 @@ fn check_advertised(
     {
         let Some(method) = m.method() else { continue };
         let needs = match method {
-            "session/load" => Some(("/loadSession", "#25")),
-            "session/resume" => Some(("/sessionCapabilities/resume", "#28")),
-            "session/close" => Some(("/sessionCapabilities/close", "#28")),
-            "session/list" => Some(("/sessionCapabilities/list", "#28")),
-            "session/delete" => Some(("/sessionCapabilities/delete", "#28")),
-            "logout" => Some(("/auth/logout", "#20")),
+            "session/load" => Some(("/loadSession", 25)),
+            "session/resume" => Some(("/sessionCapabilities/resume", 28)),
+            "session/close" => Some(("/sessionCapabilities/close", 28)),
+            "session/list" => Some(("/sessionCapabilities/list", 28)),
+            "session/delete" => Some(("/sessionCapabilities/delete", 28)),
+            "logout" => Some(("/auth/logout", 20)),
             _ => None,
         };
         if let Some((pointer, rule)) = needs {
             if !advertised(model, conn, pointer) {
                 problems.fail(
+                    rule,
                     format!(
-                        "the client called {method} (#{}) although the agent did not advertise agentCapabilities{pointer} ({rule}).",
+                        "the client called {method} (#{}) although the agent did not advertise agentCapabilities{pointer} (#{rule}).",
                         m.index
                     ),
                     &[m.index],
@@ -216,6 +222,7 @@ fn check_advertised(
                 let pointer = format!("/mcpCapabilities/{kind}");
                 if !advertised(model, conn, &pointer) {
                     problems.fail(
+                        34,
                         format!(
                             "{method} #{} lists an {kind} MCP server although the agent did not advertise agentCapabilities{pointer} (#34).",
                             m.index
@@ -239,6 +246,7 @@ fn check_advertised(
                 let pointer = format!("/promptCapabilities/{capability}");
                 if !advertised(model, conn, &pointer) {
                     problems.fail(
+                        36,
                         format!(
                             "session/prompt #{} sends {} content although the agent did not advertise agentCapabilities{pointer} (#36).",
                             m.index,
@@ -284,6 +292,7 @@ fn check_honest(model: &WireModel<'_>, conn: u32, msgs: &[&WireMsg<'_>], problem
             });
             if not_found {
                 problems.fail(
+                    16,
                     format!(
                         "the client advertised {} in initialize but answered {method} #{} with -32601 Method not found (#{answer}). Expected advertised capabilities to be implemented (#16).",
                         capability.trim_start_matches("/clientCapabilities/").replace('/', "."),

@@ -44,6 +44,7 @@ impl Check for JsonRpc {
         for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
             if let MsgKind::Invalid { reason } = &msg.kind {
                 problems.fail(
+                    if msg.entry.invalid_utf8 { 1 } else { 4 },
                     format!(
                         "client frame #{} is not a JSON-RPC 2.0 message: {reason} (#4).",
                         msg.index
@@ -58,6 +59,7 @@ impl Check for JsonRpc {
         for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
             if let Some(why) = super::schema::wrong_kind(msg) {
                 problems.fail(
+                    4,
                     format!("client frame #{} was {why} (#1, #2).", msg.index),
                     &[msg.index],
                 );
@@ -71,6 +73,7 @@ impl Check for JsonRpc {
             }
             let number = |key: &str| note.get(key).and_then(serde_json::Value::as_u64);
             problems.fail(
+                4,
                 format!(
                     "the client wrote a line of {} bytes to the agent (connection {}), over the frame limit of {} bytes; the harness discarded it unread (#4).",
                     number("bytes").map_or("?".to_owned(), |n| n.to_string()),
@@ -98,6 +101,7 @@ impl Check for JsonRpc {
                 let mut frames = vec![msg.index];
                 frames.extend(&answers);
                 problems.fail(
+                    7,
                     format!(
                         "agent request #{} ({method}, id {}) was answered {} times. Expected exactly one response.",
                         msg.index,
@@ -108,6 +112,7 @@ impl Check for JsonRpc {
                 );
             } else if answers.is_empty() && unanswered_counts(case, model, msg.index) {
                 problems.fail(
+                    7,
                     format!(
                         "agent request #{} ({method}, id {}) was never answered{}.{}",
                         msg.index,
@@ -124,6 +129,7 @@ impl Check for JsonRpc {
                 let mut frames = vec![first];
                 frames.extend(&answers);
                 problems.fail(
+                    7,
                     format!(
                         "the duplicated agent request #{first} was answered {} times. Expected at most one response per copy.",
                         answers.len()
@@ -132,6 +138,7 @@ impl Check for JsonRpc {
                 );
             } else if answers.is_empty() && unanswered_counts(case, model, first) {
                 problems.fail(
+                    7,
                     format!(
                         "the duplicated agent request #{first} was never answered{}.",
                         super::before_the_end(case, model)
@@ -148,6 +155,7 @@ impl Check for JsonRpc {
             }
             let Some(id) = msg.id() else { continue };
             problems.fail(
+                7,
                 format!(
                     "client response #{} has id {}, which matches no request the agent sent on this connection (an unknown id, or a reply to a notification) (#6, #7).",
                     msg.index,
@@ -163,6 +171,7 @@ impl Check for JsonRpc {
                 .and_then(|m| m.id())
                 .map_or("?".to_owned(), describe_id);
             problems.fail(
+                7,
                 format!(
                     "client request #{new} reuses id {id} while its request #{old} with that id is still pending. Expected unique ids among pending requests."
                 ),

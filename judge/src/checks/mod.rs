@@ -39,6 +39,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::acp_schema::truncate_chars;
 use crate::record::{CaseRecord, RunEnd};
+use crate::rules;
 use crate::wire_model::WireModel;
 
 /// The grade of one trial (DESIGN §5).
@@ -93,7 +94,8 @@ impl Grade {
     }
 }
 
-/// What a check found: its grade, a message, and the transcript indices that prove it.
+/// What a check found: its grade, a message, the transcript indices that prove it, and the
+/// rule it breaks.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub grade: Grade,
@@ -101,6 +103,11 @@ pub struct Finding {
     pub message: String,
     /// Transcript indices of the offending frames (cited and highlighted in reports).
     pub frames: Vec<usize>,
+    /// The rule broken (`R<n>` of `judge/rules.toml`, one of the check's [`Check::rules`]): set
+    /// on every `fail` and `warn` of a check; `None` for grades no rule decides (pass,
+    /// not_applicable, error, timeout, crash).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<u16>,
 }
 
 impl Finding {
@@ -109,14 +116,25 @@ impl Finding {
             grade: Grade::Pass,
             message: String::new(),
             frames: Vec::new(),
+            rule: None,
         }
     }
 
+    /// A finding no rule decides (a harness error, an unfinished run, a pass note).
     pub fn new(grade: Grade, message: impl Into<String>, frames: Vec<usize>) -> Self {
         Finding {
             grade,
             message: message.into(),
             frames,
+            rule: None,
+        }
+    }
+
+    /// A finding that breaks rule `R<rule>`.
+    pub fn broke(grade: Grade, rule: u16, message: impl Into<String>, frames: Vec<usize>) -> Self {
+        Finding {
+            rule: Some(rule),
+            ..Self::new(grade, message, frames)
         }
     }
 
@@ -125,12 +143,13 @@ impl Finding {
     }
 }
 
-/// One check. Implementations live in their own module and cite the spec rules they enforce
-/// (numbers of `../shared/reference/acp-spec.md` §5) in their doc comment and in [`Check::rules`].
+/// One check. Implementations live in their own module and cite the rules they enforce (`R<n>`,
+/// [`crate::rules`]) in their doc comment and in [`Check::rules`].
 pub trait Check: Send + Sync {
     /// Stable id, the last part of a trial name (`…::subject-kind`).
     fn id(&self) -> &'static str;
-    /// Spec rule numbers (acp-spec.md §5) this check enforces.
+    /// Numbers `<n>` of the rules `R<n>` (judge/rules.toml) this check enforces; every `fail` or
+    /// `warn` it returns names one of them.
     fn rules(&self) -> &'static [u16];
     /// One sentence: what the client must do to pass.
     fn requirement(&self) -> &'static str;
@@ -180,10 +199,30 @@ pub struct Trial {
     pub rules: &'static [u16],
     pub requirement: &'static str,
     pub grade: Grade,
+    /// The rule the finding breaks (`R<n>`), on `fail`/`warn` (and the baseline grades derived
+    /// from them).
+    pub rule: Option<u16>,
     /// Empty on pass. Otherwise the finding, then the offending frames (one line each,
-    /// `#<index> <arrow> <raw>`), then `repro: <command>`.
+    /// `#<index> <arrow> <raw>`), then `repro: <command>`. The rule is not part of it (baseline
+    /// entries match the finding's first words): [`Trial::failure_text`] puts it in front.
     pub message: String,
     pub frames: Vec<usize>,
+}
+
+impl Trial {
+    /// The rule this trial's finding breaks, from the catalogue.
+    pub fn broken_rule(&self) -> Option<&'static rules::Rule> {
+        self.rule.and_then(rules::get)
+    }
+
+    /// What a failure prints: `R43 (MUST) <sentence> <link>` on a line of its own (when the
+    /// finding breaks a rule), then the message with its Expected and Actual.
+    pub fn failure_text(&self) -> String {
+        match self.broken_rule() {
+            Some(rule) => format!("{rule}\n{}", self.message),
+            None => self.message.clone(),
+        }
+    }
 }
 
 /// Longest raw frame quoted in a failure message (characters).
@@ -296,6 +335,7 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
                 rules: check.rules(),
                 requirement: check.requirement(),
                 grade: finding.grade,
+                rule: finding.rule,
                 message,
                 frames: finding.frames,
             }
@@ -407,7 +447,8 @@ pub fn frame_line(model: &WireModel<'_>, index: usize) -> String {
 /// wins (`error` > `fail` > `warn`), every problem is one line of the message.
 #[derive(Debug, Default)]
 pub struct Problems {
-    items: Vec<(Grade, String)>,
+    /// (grade, rule broken, message).
+    items: Vec<(Grade, Option<u16>, String)>,
     frames: Vec<usize>,
 }
 
@@ -419,7 +460,15 @@ impl Problems {
         Self::default()
     }
 
-    pub fn add(&mut self, grade: Grade, message: impl Into<String>, frames: &[usize]) {
+    /// One problem; `rule` is the `R<n>` it breaks (`None` only for `error`, which no rule
+    /// decides).
+    pub fn add(
+        &mut self,
+        grade: Grade,
+        rule: Option<u16>,
+        message: impl Into<String>,
+        frames: &[usize],
+    ) {
         // Only the problems spelled out in the message cite their frames: a client that floods
         // the wire with 10^5 violations gets 12 quoted frames, not 10^5 (and no quadratic scan).
         if self.items.len() < MAX_PROBLEMS {
@@ -429,19 +478,22 @@ impl Problems {
                 }
             }
         }
-        self.items.push((grade, message.into()));
+        self.items.push((grade, rule, message.into()));
     }
 
-    pub fn fail(&mut self, message: impl Into<String>, frames: &[usize]) {
-        self.add(Grade::Fail, message, frames);
+    /// A broken MUST (or a decision outside what a MAY allows) of rule `R<rule>`.
+    pub fn fail(&mut self, rule: u16, message: impl Into<String>, frames: &[usize]) {
+        self.add(Grade::Fail, Some(rule), message, frames);
     }
 
-    pub fn warn(&mut self, message: impl Into<String>, frames: &[usize]) {
-        self.add(Grade::Warn, message, frames);
+    /// A broken SHOULD of rule `R<rule>`.
+    pub fn warn(&mut self, rule: u16, message: impl Into<String>, frames: &[usize]) {
+        self.add(Grade::Warn, Some(rule), message, frames);
     }
 
+    /// The case cannot be judged (no rule decides that).
     pub fn error(&mut self, message: impl Into<String>, frames: &[usize]) {
-        self.add(Grade::Error, message, frames);
+        self.add(Grade::Error, None, message, frames);
     }
 
     /// The finding: `pass` (with `pass_note` as its message) when nothing was found.
@@ -452,14 +504,20 @@ impl Problems {
             Grade::Warn => 1,
             _ => 0,
         };
-        let Some(grade) = self.items.iter().map(|(g, _)| *g).max_by_key(|g| rank(*g)) else {
+        let Some(grade) = self.items.iter().map(|(g, ..)| *g).max_by_key(|g| rank(*g)) else {
             return Finding::new(Grade::Pass, pass_note, Vec::new());
         };
+        // The finding names the rule of its first problem of the grade it has.
+        let rule = self
+            .items
+            .iter()
+            .find(|(g, ..)| *g == grade)
+            .and_then(|(_, rule, _)| *rule);
         let mut lines: Vec<String> = self
             .items
             .iter()
             .take(MAX_PROBLEMS)
-            .map(|(g, m)| {
+            .map(|(g, _, m)| {
                 if self.items.len() == 1 {
                     m.clone()
                 } else {
@@ -472,7 +530,10 @@ impl Problems {
         }
         let mut frames = self.frames;
         frames.sort_unstable();
-        Finding::new(grade, lines.join("\n"), frames)
+        Finding {
+            rule,
+            ..Finding::new(grade, lines.join("\n"), frames)
+        }
     }
 }
 

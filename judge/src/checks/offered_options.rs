@@ -88,6 +88,7 @@ fn check_answers(
         if let PermissionAnswer::Selected(option_id) = model.permission_answer(answer) {
             if !request.offers(option_id) {
                 problems.fail(
+                    59,
                     format!(
                         "answer #{answer} selected optionId \"{option_id}\", which request #{} did not offer. Expected one of: {}.",
                         request.index,
@@ -116,6 +117,7 @@ fn check_answers(
             .map(|&a| format!("#{a} {}", model.permission_answer(a).describe()))
             .collect();
         problems.fail(
+            7,
             format!(
                 "request #{} was answered {} times ({}). Expected exactly one answer.",
                 request.index,
@@ -127,6 +129,7 @@ fn check_answers(
     }
     if answers == 0 && case.end == RunEnd::Completed {
         problems.fail(
+            7,
             format!(
                 "request #{} (id {}) was never answered although the run completed. Expected exactly one answer.",
                 request.index, request.id
@@ -172,6 +175,7 @@ fn check_presented(
             })
             .collect();
         problems.fail(
+            59,
             format!(
                 "approval #{approval} does not present offered option(s) {} of request #{}. Expected buttons: {}; shown: {}.",
                 described.join(", "),
@@ -184,6 +188,7 @@ fn check_presented(
     }
     if !invented.is_empty() {
         problems.fail(
+            59,
             format!(
                 "approval #{approval} presents option(s) {} that request #{} did not offer. Expected buttons: {}.",
                 quoted_list(invented.iter().copied()),
@@ -202,6 +207,7 @@ fn check_presented(
         let offered_n = offered.iter().filter(|o| **o == id).count();
         if n > offered_n.max(1) {
             problems.fail(
+                59,
                 format!("approval #{approval} presents option \"{id}\" {n} times. Expected one button per offered option."),
                 &frames,
             );
@@ -213,6 +219,7 @@ fn check_presented(
         let label = option.label.trim();
         if label.is_empty() {
             problems.warn(
+                59,
                 format!(
                     "approval #{approval} shows option \"{}\" with an empty label.",
                     option.option_id
@@ -228,6 +235,7 @@ fn check_presented(
     }
     for (label, ids) in by_label.into_iter().filter(|(_, ids)| ids.len() > 1) {
         problems.warn(
+            59,
             format!(
                 "approval #{approval} labels options {} all \"{label}\": the user cannot tell them apart.",
                 quoted_list(ids.iter().copied())
@@ -258,6 +266,7 @@ fn check_choose(
             .copied();
         if let Some((index, message)) = error {
             problems.fail(
+                59,
                 format!(
                     "could not choose offered option \"{option_id}\" of request #{}: the adapter replied with error #{index} \"{message}\".",
                     request.index
@@ -277,6 +286,7 @@ fn check_choose(
         Some(answer) => match model.permission_answer(answer) {
             PermissionAnswer::Selected(id) if id == option_id => {}
             other => problems.fail(
+                59,
                 format!(
                     "the user chose \"{option_id}\" (#{choose}) on request #{}, but the client answered {} (#{answer}). Expected {{\"outcome\":\"selected\",\"optionId\":\"{option_id}\"}}.",
                     request.index,
@@ -286,6 +296,7 @@ fn check_choose(
             ),
         },
         None if case.end == RunEnd::Completed => problems.fail(
+            7,
             format!(
                 "the user chose \"{option_id}\" (#{choose}) on request #{}, but the client never answered it.",
                 request.index

@@ -97,6 +97,7 @@ impl Check for Schema {
             };
             match msg.from {
                 Side::Client => problems.fail(
+                    4,
                     format!(
                         "client frame #{} violates the schema: {problem}.",
                         msg.index

@@ -61,10 +61,12 @@ impl Check for SessionCwd {
             };
             match params.and_then(|p| p.get("cwd")).and_then(Value::as_str) {
                 None => problems.fail(
+                    32,
                     format!("{method} #{} has no string cwd (#32).", msg.index),
                     &[msg.index],
                 ),
                 Some(cwd) if !Path::new(cwd).is_absolute() => problems.fail(
+                    32,
                     format!(
                         "{method} #{} has cwd \"{cwd}\", which is not an absolute path (#8, #32).",
                         msg.index
@@ -75,6 +77,7 @@ impl Check for SessionCwd {
                     if let Some((command, want)) = asked {
                         if Path::new(cwd) != Path::new(want) {
                             problems.fail(
+                                32,
                                 format!(
                                     "{method} #{} opens the session in \"{cwd}\". Expected \"{want}\", the cwd of the new_session command #{command} (#32).",
                                     msg.index
@@ -93,6 +96,7 @@ impl Check for SessionCwd {
                     match dir.as_str() {
                         Some(d) if Path::new(d).is_absolute() => {}
                         _ => problems.fail(
+                            31,
                             format!(
                                 "{method} #{} lists additional directory {dir}, which is not an absolute path (#31).",
                                 msg.index
@@ -109,6 +113,7 @@ impl Check for SessionCwd {
                     .is_some_and(|v| !v.is_null());
                 if !dirs.is_empty() && !advertised {
                     problems.fail(
+                        31,
                         format!(
                             "{method} #{} sends additionalDirectories although the agent did not advertise sessionCapabilities.additionalDirectories (#31).",
                             msg.index

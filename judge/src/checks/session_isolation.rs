@@ -93,6 +93,7 @@ fn check_cards(model: &WireModel<'_>, problems: &mut Problems) {
         };
         if let Err(request) = request_for_card(model, request_id, session_id, c.index) {
             problems.fail(
+                56,
                 format!(
                     "{what} #{} for request #{} (toolCallId {}) is shown in session \"{session_id}\", but session \"{}\" asked. Expected it in session \"{}\".",
                     c.index,
@@ -132,6 +133,7 @@ fn check_items(model: &WireModel<'_>, problems: &mut Problems) {
             });
         if let Some((other, frame)) = elsewhere {
             problems.fail(
+                56,
                 format!(
                     "the timeline item #{first} in session \"{session_id}\" shows tool call \"{tool_call_id}\", which the agent announced only in session \"{other}\" (#{frame}). Expected tool calls keyed by (sessionId, toolCallId) (#56)."
                 ),
@@ -200,6 +202,7 @@ fn check_item_state(model: &WireModel<'_>, problems: &mut Problems) {
                     let mut frames = vec![frame, event.index];
                     frames.extend(own.last_frame);
                     problems.fail(
+                        56,
                         format!(
                             "the timeline item #{} for tool call \"{tool_call_id}\" in session \"{session_id}\" shows {field} \"{shown}\", which session \"{other}\" sent for its own tool call of that id (#{frame}); session \"{session_id}\" said \"{own_value}\"{}. Expected each session's row to follow its own updates: tool calls keyed by (sessionId, toolCallId) (#56).",
                             event.index,
@@ -256,6 +259,7 @@ fn check_cancels(model: &WireModel<'_>, problems: &mut Problems) {
         };
         if let Some(cancel) = blame(target, msg.index) {
             problems.fail(
+                43,
                 format!(
                     "client sent session/cancel #{} for session \"{target}\", but the user cancelled only session \"{}\" (#{}).",
                     msg.index, cancel.session_id, cancel.index
@@ -276,6 +280,7 @@ fn check_cancels(model: &WireModel<'_>, problems: &mut Problems) {
             }
             if let Some(cancel) = blame(session_id, answer) {
                 problems.fail(
+                    44,
                     format!(
                         "request #{} of session \"{session_id}\" was answered cancelled (#{answer}) after the user cancelled session \"{}\" (#{}); nobody cancelled session \"{session_id}\". Expected it to stay pending for its own session's user (#43 applies to the cancelled session only).",
                         request.index, cancel.session_id, cancel.index

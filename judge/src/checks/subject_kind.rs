@@ -141,6 +141,7 @@ fn check_unshown(
         None => String::new(),
     };
     problems.fail(
+        58,
         format!(
             "permission request #{} (toolCallId {}) was never shown as an approval card{answered}, and no approval_resolved says a policy answered it. Expected: an `approval` event for requestId {}.",
             request.index,
@@ -173,6 +174,7 @@ fn check_approval(
     if let (Some(shown), Some(asked)) = (tool_call_id, request.tool_call_id) {
         if shown != &asked {
             problems.fail(
+                56,
                 format!(
                     "approval #{approval} for request #{} is about toolCallId \"{shown}\"; the request is about \"{asked}\".",
                     request.index
@@ -183,6 +185,7 @@ fn check_approval(
     }
     let Some(shown) = Subject::parse(subject) else {
         problems.fail(
+            58,
             format!(
                 "approval #{approval} shows subject \"{subject}\", which is not in the vocabulary (command, file_change, read, search, fetch, think, mode_switch, generic)."
             ),
@@ -205,9 +208,9 @@ fn check_approval(
             expected.reason
         );
         if effective.weakly_supports(shown) {
-            problems.warn(message, &frames);
+            problems.warn(58, message, &frames);
         } else {
-            problems.fail(message, &frames);
+            problems.fail(58, message, &frames);
         }
     }
     if let Some(tcid) = request.tool_call_id {
@@ -215,6 +218,7 @@ fn check_approval(
             if item_type != shown.as_str() {
                 frames.push(item);
                 problems.fail(
+                    58,
                     format!(
                         "approval #{approval} shows subject \"{}\" but the timeline item for toolCallId \"{tcid}\" is \"{item_type}\" (#{item}). Expected the card and the item to agree.",
                         shown.as_str()

@@ -176,8 +176,13 @@ impl Case {
         }
     }
 
+    /// Grades the case with one check, and proves the finding names its rule
+    /// ([`assert_names_its_rule`]): every check test is also a test of its rule ids.
+    #[track_caller]
     pub fn grade(&self, check: &dyn Check) -> Finding {
-        check.evaluate(&self.record())
+        let finding = check.evaluate(&self.record());
+        assert_names_its_rule(check, &finding);
+        finding
     }
 }
 
@@ -206,4 +211,38 @@ pub fn assert_grade(finding: &Finding, grade: Grade, needle: &str) {
         "message {:?} does not contain {needle:?}",
         finding.message
     );
+}
+
+/// A `fail` or `warn` names exactly one rule, one of the check's own [`Check::rules`], and
+/// that rule is in the catalogue; any other grade names none.
+#[track_caller]
+pub fn assert_names_its_rule(check: &dyn Check, finding: &Finding) {
+    match (finding.grade, finding.rule) {
+        (Grade::Fail | Grade::Warn, Some(rule)) => {
+            assert!(
+                check.rules().contains(&rule),
+                "{}: a {:?} names R{rule}, which is not one of the check's rules {:?}",
+                check.id(),
+                finding.grade,
+                check.rules()
+            );
+            assert!(
+                crate::rules::get(rule).is_some(),
+                "{}: R{rule} is not in judge/rules.toml",
+                check.id()
+            );
+        }
+        (Grade::Fail | Grade::Warn, None) => panic!(
+            "{}: a {:?} names no rule: {}",
+            check.id(),
+            finding.grade,
+            finding.message
+        ),
+        (_, Some(rule)) => panic!(
+            "{}: a {:?} names R{rule}, but only fail and warn break rules",
+            check.id(),
+            finding.grade
+        ),
+        (_, None) => {}
+    }
 }

@@ -74,6 +74,7 @@ impl Check for ToolCallRow {
                 if case.end == RunEnd::Completed {
                     let expected = model.described_before(sid, tcid, usize::MAX);
                     problems.fail(
+                        56,
                         format!(
                             "the agent announced tool call \"{tcid}\" in session \"{sid}\" (#{first}, {}), but the client showed no timeline item for it. Expected a \"{}\" row ({}).",
                             announcement(model, first),
@@ -92,6 +93,7 @@ impl Check for ToolCallRow {
             let expected = call.expected_subject();
             let Some(shown) = Subject::parse(item_type) else {
                 problems.fail(
+                    56,
                     format!(
                         "the timeline item #{} for tool call \"{tcid}\" (session \"{sid}\") has type \"{item_type}\", which is not in the vocabulary.",
                         last.index
@@ -112,9 +114,9 @@ impl Check for ToolCallRow {
                 expected.reason
             );
             if call.weakly_supports(shown) {
-                problems.warn(message, &frames);
+                problems.warn(57, message, &frames);
             } else {
-                problems.fail(message, &frames);
+                problems.fail(57, message, &frames);
             }
         }
         problems.finish("")

@@ -115,8 +115,11 @@ impl Check for TurnEnd {
                 .map(|s| format!("\"{s}\""))
                 .collect::<Vec<_>>()
                 .join(" or ");
+            // Showing a cancelled end is the client's half of R48; any other end, of R38.
+            let rule = if stop_reason == "cancelled" { 48 } else { 38 };
             match ends.last() {
                 Some(&(at, state)) if !accepted.contains(&state) => problems.fail(
+                    rule,
                     format!(
                         "the agent ended the turn of session \"{sid}\" with stopReason \"{stop_reason}\" (#{response}), but the client shows the turn as \"{state}\" (#{at}). Expected {expected}."
                     ),
@@ -129,6 +132,7 @@ impl Check for TurnEnd {
                 {
                     let shutdown = shutdown.unwrap_or_default();
                     problems.fail(
+                        rule,
                         format!(
                             "the agent ended the turn of session \"{sid}\" with stopReason \"{stop_reason}\" (#{response}), but the client reported the end (#{at}) only after the settle time ran out and the harness had sent shutdown (#{shutdown}). Expected the turn shown ended at once."
                         ),
@@ -140,6 +144,7 @@ impl Check for TurnEnd {
                     let mut frames = vec![prompt.index, response];
                     frames.extend(settle_note);
                     problems.fail(
+                        rule,
                         format!(
                             "the agent ended the turn of session \"{sid}\" with stopReason \"{stop_reason}\" (#{response}), but the client never reported that the turn ended{}. Expected a turn event with state {expected}.",
                             match settle_note {
