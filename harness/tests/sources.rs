@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const FORBIDDEN: &[&str] = &[
     concat!("..", "/shared"),
     concat!("acp-spec", ".md"),
+    concat!("acp-spec", " §"),
     concat!("agents-", "opencode-qwen"),
     concat!("agents-", "codex-claude"),
     concat!("reference", "/recordings"),
