@@ -15,6 +15,7 @@ pub mod locate;
 pub mod observe;
 pub mod output;
 pub mod pty;
+pub mod relay_listener;
 pub mod run_json;
 pub mod runner;
 pub mod suite;

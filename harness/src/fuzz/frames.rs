@@ -262,7 +262,7 @@ impl Names<'_> {
         ])
     }
 
-    /// `$/cancel_request`: the agent withdraws the request (spec #52).
+    /// `$/cancel_request`: the agent withdraws the request (R52).
     pub fn withdraw(&self, id: &Value) -> Value {
         json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}})
     }
@@ -326,8 +326,8 @@ pub fn answer_of(turn: &PermissionTurn, response: &Value) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use acp_judge::acp_schema::{PayloadKind, Side, Validation, validate};
     use crate::fuzz::input::{decode, pseudo_random_turns};
+    use acp_judge::acp_schema::{PayloadKind, Side, Validation, validate};
 
     fn valid(frame: &Value) -> Result<(), String> {
         let method = frame["method"].as_str().expect("method");
