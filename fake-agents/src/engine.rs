@@ -16,8 +16,8 @@
 //!   A failed action ends the run as incomplete at that action's step.
 //! * Every wait has a deadline (the step timeout); nothing panics on client input.
 //!
-//! Modules: [`conn`] the agent connection (accept, read loop, recorded writes) · `steps` the
-//! wire steps · `user` the background user-action queue.
+//! Modules: `conn` the agent connection (accepted lazily, an [`AgentLink`]; waits and
+//! writes) · `steps` the wire steps · `user` the background user-action queue.
 
 mod conn;
 mod steps;
@@ -33,12 +33,12 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 
+use crate::link::AgentLink;
 use crate::mailbox::Msg;
 use crate::scenario::{Case, Step};
 use crate::vars::Vars;
 use crate::wire;
 use acp_vocab::transcript::Recorder;
-use conn::Conn;
 use user::{Queued, UserProgress, drive_user};
 
 /// How to run a case.
@@ -186,7 +186,10 @@ pub async fn run<C: Connector, U: UserDriver>(
         Err(Stop::Harness(reason)) => EngineEnd::HarnessError { reason },
     };
     let (keep_alive, readers) = match engine.conn.take() {
-        Some(c) => (vec![c.writer], vec![c.reader]),
+        Some(link) => {
+            let (writer, reader) = link.into_parts();
+            (vec![writer], vec![reader])
+        }
         None => (Vec::new(), Vec::new()),
     };
     Outcome {
@@ -222,7 +225,7 @@ struct Engine<'a, C> {
     cfg: &'a EngineConfig,
     connector: &'a mut C,
     rec: &'a Recorder,
-    conn: Option<Conn>,
+    conn: Option<AgentLink>,
     vars: Vars,
     /// Next fresh request id for `"id":"${id}"`.
     next_id: u64,

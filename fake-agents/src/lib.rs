@@ -9,9 +9,11 @@
 //! engine on stdio ([`standalone`]).
 //!
 //! Module map: [`wire`] framing · [`template`] `${…}` · [`source`] positions · [`profile`] ·
-//! [`scenario`] · [`vars`] · [`matching`] patterns and answers · [`mailbox`] · [`engine`] ·
-//! [`relay`] · [`standalone`]; the transcript types are `acp_vocab::transcript`.
+//! [`scenario`] · [`vars`] · [`matching`] patterns and answers · [`mailbox`] · [`link`] one
+//! agent connection · [`engine`] · [`relay`] · [`standalone`]; the transcript types are
+//! `acp_vocab::transcript`.
 pub mod engine;
+pub mod link;
 pub mod mailbox;
 pub mod matching;
 pub mod profile;

@@ -107,6 +107,10 @@ impl Mailbox {
             {
                 let mut state = self.lock();
                 let end = state.msgs.len();
+                // `clear` may have emptied the mailbox meanwhile: look at everything again.
+                if seen > end {
+                    seen = 0;
+                }
                 for (msg, taken) in state.msgs[seen..].iter_mut() {
                     if *taken {
                         continue;
@@ -125,6 +129,14 @@ impl Mailbox {
                 return Err(WaitError::TimedOut);
             }
         }
+    }
+
+    /// Forgets every message, consumed or not (a long-lived connection that starts a new,
+    /// self-contained exchange, so the mailbox does not grow without bound). Messages that
+    /// arrive later are filed as usual.
+    pub fn clear(&self) {
+        self.lock().msgs.clear();
+        self.notify.notify_waiters();
     }
 
     /// Unconsumed messages (for explaining a timeout).
@@ -211,5 +223,26 @@ mod tests {
         };
         mb.close();
         assert_eq!(waiter.await.unwrap(), Err(WaitError::Closed));
+    }
+
+    #[tokio::test]
+    async fn clear_forgets_everything_and_later_pushes_still_arrive() {
+        let mb = Arc::new(Mailbox::new());
+        mb.push(msg(0, r#"{"method":"old"}"#));
+        mb.push(msg(1, r#"{"method":"skip"}"#));
+        let is_new = |x: &Msg| (x.json["method"] == "new").then_some(());
+        let waiter = {
+            let mb = mb.clone();
+            tokio::spawn(async move {
+                mb.take(is_new, Instant::now() + Duration::from_secs(60))
+                    .await
+                    .map(|(m, _)| m.index)
+            })
+        };
+        tokio::task::yield_now().await;
+        mb.clear();
+        assert!(mb.unconsumed().is_empty());
+        mb.push(msg(2, r#"{"method":"new"}"#));
+        assert_eq!(waiter.await.unwrap(), Ok(2));
     }
 }

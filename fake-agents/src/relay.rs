@@ -1,6 +1,6 @@
 //! Relay mode (`acp-fake-agent --connect <socket>`): the process the client spawns as its agent.
 //! It copies its stdin to a Unix socket the harness listens on, and the socket to its stdout,
-//! byte for byte, so the scenario engine can run inside the harness (DESIGN §1, wire plane).
+//! byte for byte, so the scenario engine can run inside the harness (docs/architecture.md §1, wire plane).
 //!
 //! Plain threads and blocking I/O: two copies and nothing else, with no runtime to shut down
 //! (a blocked stdin read must not keep the process alive once the socket has closed).

@@ -151,6 +151,23 @@ impl ControlPlane {
             .unwrap_or_default())
     }
 
+    /// Waits until the adapter has reported session `handle` open; returns its ACP session id.
+    pub async fn session_opened(&self, handle: &str, timeout: Duration) -> Result<String, String> {
+        let what = format!("session_opened for session {handle:?}");
+        self.wait_for(timeout, &what, |s| Self::session_id(s, handle))
+            .await
+    }
+
+    /// Forgets the approvals, answers and errors reported so far (hello, sessions and turn
+    /// counts stay): for a long-lived client whose turns reuse request ids (`null`, say), so a
+    /// card of an earlier turn is never taken for this one's. The fuzz driver calls it per turn.
+    pub fn forget_approvals(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.approvals.clear();
+        state.resolved.clear();
+        state.errors.clear();
+    }
+
     /// The adapter's `hello.client`, if it said hello.
     pub fn client_info(&self) -> Option<Value> {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -290,9 +307,7 @@ impl UserDriver for ControlPlane {
                 Ok(())
             }
             UserAction::Prompt { session, text } => {
-                let what = format!("session_opened for session {session:?}");
-                self.wait_for(timeout, &what, |s| Self::session_id(s, &session))
-                    .await?;
+                self.session_opened(&session, timeout).await?;
                 self.send(json!({"type":"prompt","session":session,"text":text}))
                     .await?;
                 Ok(())

@@ -16,6 +16,7 @@ pub mod observe;
 pub mod offline;
 pub mod output;
 pub mod pty;
+pub mod relay_listener;
 pub mod run_json;
 pub mod runner;
 pub mod suite;

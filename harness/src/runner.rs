@@ -9,17 +9,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_fake_agents::engine::{self, AgentConn, Connector, EngineConfig, EngineEnd};
+use acp_fake_agents::engine::{self, EngineConfig, EngineEnd};
 use acp_fake_agents::scenario::Case;
 use acp_vocab::transcript::{Direction, Recorder};
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
-use tokio::net::UnixListener;
 
 use crate::client_spec::{ClientSpec, ControlMode, Expansion};
 use crate::control::{ControlPlane, HandshakeError};
 use crate::launch::{self, ExitInfo};
 use crate::observe::Observer;
+use crate::relay_listener::RelayListener;
 use crate::wire_only::WireOnlyUser;
 use acp_judge::checks::{Trial, grade_case};
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
@@ -67,25 +67,6 @@ pub struct CaseResult {
     pub record: CaseRecord,
     pub trials: Vec<Trial>,
     pub duration: Duration,
-}
-
-/// Accepts agent connections on the case's relay socket.
-struct RelayListener {
-    listener: UnixListener,
-    next_id: u32,
-}
-
-impl Connector for RelayListener {
-    async fn accept(&mut self) -> std::io::Result<AgentConn> {
-        let (stream, _) = self.listener.accept().await?;
-        self.next_id += 1;
-        let (reader, writer) = stream.into_split();
-        Ok(AgentConn {
-            id: self.next_id,
-            reader: Box::new(reader),
-            writer: Box::new(writer),
-        })
-    }
 }
 
 /// The one-line command that re-runs just this case.
@@ -187,11 +168,8 @@ async fn run_case_inner(
     let client_dir = root.join("client");
     std::fs::create_dir(&client_dir)?;
     let socket = root.join("agent.sock");
-    let listener = UnixListener::bind(&socket).context("cannot listen on the relay socket")?;
-    let mut connector = RelayListener {
-        listener,
-        next_id: 0,
-    };
+    let mut connector =
+        RelayListener::bind(&socket).context("cannot listen on the relay socket")?;
 
     let agent_argv = vec![
         cfg.fake_agent.to_string_lossy().into_owned(),

@@ -1,26 +1,17 @@
-//! The agent connection: accepted at the first wire step, one reader task recording and filing
-//! every client line, and recorded writes bounded by the step timeout.
+//! The agent connection: accepted at the first wire step and opened as an [`AgentLink`] (its
+//! reader task records and files every client line), waits on its mailbox, and recorded writes,
+//! each bounded by the step timeout.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-use tokio::io::{AsyncRead, AsyncWrite};
+use serde_json::Value;
 use tokio::time::Instant;
 
 use super::user::guard;
-use super::{AgentConn, Connector, Engine, StepResult, Stop};
-use crate::mailbox::{Mailbox, Msg, WaitError};
+use super::{Connector, Engine, StepResult, Stop};
+use crate::link::AgentLink;
+use crate::mailbox::{Msg, WaitError};
 use crate::scenario::Step;
-use crate::wire::{self, Frame, FrameReader};
-use acp_vocab::transcript::{Direction, Recorder};
-
-pub(super) struct Conn {
-    pub(super) id: u32,
-    pub(super) writer: Box<dyn AsyncWrite + Send + Unpin>,
-    pub(super) mailbox: Arc<Mailbox>,
-    pub(super) reader: tokio::task::JoinHandle<()>,
-}
 
 impl<'a, C: Connector> Engine<'a, C> {
     /// The agent connection, accepted at the first wire step.
@@ -29,14 +20,14 @@ impl<'a, C: Connector> Engine<'a, C> {
         step: &Step,
         deadline: Instant,
         timeout: Duration,
-    ) -> Result<&mut Conn, Stop> {
+    ) -> Result<&mut AgentLink, Stop> {
         if self.conn.is_none() {
             let accepted = guard(
                 self.progress.clone(),
                 tokio::time::timeout_at(deadline, self.connector.accept()),
             )
             .await?;
-            let AgentConn { id, reader, writer } = match accepted {
+            let conn = match accepted {
                 Ok(Ok(conn)) => conn,
                 Ok(Err(e)) => {
                     return Err(
@@ -51,20 +42,7 @@ impl<'a, C: Connector> Engine<'a, C> {
                     ));
                 }
             };
-            let mailbox = Arc::new(Mailbox::new());
-            let reader = tokio::spawn(read_loop(
-                id,
-                reader,
-                self.cfg.max_frame,
-                self.rec.clone(),
-                mailbox.clone(),
-            ));
-            self.conn = Some(Conn {
-                id,
-                writer,
-                mailbox,
-                reader,
-            });
+            self.conn = Some(AgentLink::open(conn, self.cfg.max_frame, self.rec));
         }
         Ok(self.conn.as_mut().expect("just set"))
     }
@@ -95,7 +73,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         let mailbox = self
             .connection(step, deadline, timeout)
             .await?
-            .mailbox
+            .mailbox()
             .clone();
         match guard(self.progress.clone(), mailbox.take(fits, deadline)).await? {
             Ok(found) => Ok(Some(found)),
@@ -139,23 +117,10 @@ impl<'a, C: Connector> Engine<'a, C> {
         let rec = self.rec;
         let progress = self.progress.clone();
         let conn = self.connection(step, deadline, timeout).await?;
-        for frame in frames {
-            rec.record(conn.id, Direction::AgentToClient, frame);
-        }
-        let writer = &mut conn.writer;
+        conn.record_sent(rec, frames);
         let written = guard(
             progress,
-            tokio::time::timeout_at(deadline, async move {
-                for (i, part) in parts.iter().enumerate() {
-                    if i + 1 == parts.len() {
-                        wire::write_frame(writer, part).await?;
-                    } else {
-                        wire::write_chunk(writer, part).await?;
-                        tokio::time::sleep(SPLIT_PAUSE).await;
-                    }
-                }
-                Ok::<(), std::io::Error>(())
-            }),
+            tokio::time::timeout_at(deadline, conn.write_parts(parts)),
         )
         .await?;
         match written {
@@ -166,46 +131,7 @@ impl<'a, C: Connector> Engine<'a, C> {
     }
 }
 
-/// Pause between the two writes of a `split` fault, so a reader sees two chunks.
-pub(super) const SPLIT_PAUSE: Duration = Duration::from_millis(10);
-
 /// Frames go on the wire compact, keys in their written order.
 pub(super) fn to_bytes(v: &Value) -> Vec<u8> {
     serde_json::to_vec(v).unwrap_or_default()
-}
-
-/// Records every line the client writes and files JSON objects into the mailbox, until EOF.
-pub(super) async fn read_loop(
-    conn: u32,
-    reader: Box<dyn AsyncRead + Send + Unpin>,
-    max_frame: usize,
-    rec: Recorder,
-    mailbox: Arc<Mailbox>,
-) {
-    let mut frames = FrameReader::new(reader, max_frame);
-    loop {
-        match frames.next_frame().await {
-            Ok(Some(Frame::Line(bytes))) => {
-                let index = rec.record(conn, Direction::ClientToAgent, &bytes);
-                if let Some(msg) = Msg::parse(index, &bytes) {
-                    mailbox.push(msg);
-                }
-            }
-            Ok(Some(Frame::TooLong { len })) => {
-                rec.note(
-                    json!({"type": "frame_too_long", "conn": conn, "bytes": len, "max": max_frame}),
-                );
-            }
-            Ok(Some(Frame::Unterminated(bytes))) => {
-                let index = rec.record(conn, Direction::ClientToAgent, &bytes);
-                rec.note(json!({"type": "unterminated_frame", "conn": conn, "frame": index}));
-            }
-            Ok(None) => break,
-            Err(e) => {
-                rec.note(json!({"type": "read_error", "conn": conn, "error": e.to_string()}));
-                break;
-            }
-        }
-    }
-    mailbox.close();
 }

@@ -266,7 +266,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         };
         let text = template::splice_text(id);
         let misses: Vec<String> = conn
-            .mailbox
+            .mailbox()
             .unconsumed()
             .into_iter()
             .filter(|m| matching::is_response(&m.json))

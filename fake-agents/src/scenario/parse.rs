@@ -205,8 +205,8 @@ fn recording_path(src: &Src<'_>, r: &S) -> Result<String, ScenarioError> {
     Ok(path.clone())
 }
 
-/// The boolean client capabilities of ACP v1 (`clientCapabilities`, acp-spec.md §3), as `requires`
-/// paths.
+/// The boolean client capabilities of ACP v1 as `requires` paths (`ClientCapabilities` in the
+/// ACP schema, agentclientprotocol.com/protocol/schema).
 const KNOWN_CLIENT_CAPABILITIES: &[&str] = &["fs.readTextFile", "fs.writeTextFile", "terminal"];
 
 /// What is known at the current point of the file (document order).

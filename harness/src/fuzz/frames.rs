@@ -262,7 +262,7 @@ impl Names<'_> {
         ])
     }
 
-    /// `$/cancel_request`: the agent withdraws the request (spec #52).
+    /// `$/cancel_request`: the agent withdraws the request (R52).
     pub fn withdraw(&self, id: &Value) -> Value {
         json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}})
     }

@@ -2,7 +2,7 @@
 //!
 //! libFuzzer's bytes become a [`PermissionTurn`] through `arbitrary`; the committed seeds are the
 //! same type written as JSON, so a person can read and write them ([`decode`] accepts both). The
-//! shapes follow the four agents of DESIGN §4: an announced `tool_call` or none (qwen-code sends
+//! shapes follow the four agents of docs/architecture.md §4: an announced `tool_call` or none (qwen-code sends
 //! the request as the first and only announcement), a sparse request (codex-acp TS:
 //! `{toolCallId, kind, status}`) or a full one, kind `other` with locations (opencode
 //! `external_directory`), options with colliding ids, kinds and labels.
@@ -14,7 +14,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use serde::{Deserialize, Serialize};
 
-/// Most options one request offers (DESIGN §8: 0–8).
+/// Most options one request offers (docs/architecture.md §8: 0–8).
 pub const MAX_OPTIONS: usize = 8;
 /// Most locations, or words of a command argv, per tool call.
 pub const MAX_ITEMS: usize = 4;
@@ -314,8 +314,8 @@ pub enum Action {
     Choose(u8),
     /// Press Stop.
     Cancel,
-    /// Leave the card alone: the client's policy may answer (spec #60); if it does not, the
-    /// agent withdraws the request with `$/cancel_request` (spec #52).
+    /// Leave the card alone: the client's policy may answer (R60); if it does not, the
+    /// agent withdraws the request with `$/cancel_request` (R52).
     Leave,
 }
 
@@ -324,7 +324,7 @@ pub enum Action {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Arbitrary, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Finish {
-    /// `{toolCallId, status}` only (opencode after #34091).
+    /// `{toolCallId, status}` only (opencode after anomalyco/opencode#34091).
     #[default]
     Partial,
     /// With a `kind` again (which may differ: then the agent itself changed the kind).

@@ -1,6 +1,9 @@
 //! The running client of the long-lived driver ([`super::driver`]): launch, handshake, and one
-//! permission turn at a time, recorded into a transcript [`Slice`]. The plumbing (control
-//! commands, agent frames, waits over both planes) is in [`io`].
+//! permission turn at a time ([`turn`]), on the scenario runner's plumbing — the relay socket
+//! ([`RelayListener`]), the engine's agent connection ([`AgentLink`]: recorded writes, a reader
+//! task filing the client's frames into a mailbox), and the control plane ([`ControlPlane`]) as
+//! the user. Everything lands in one [`Recorder`]; each turn moves its entries out and grades them
+//! behind the handshake (a transcript slice numbered from 0).
 //!
 //! A client remembers the user's `allow_always` answers for the rest of the session and may
 //! answer later requests of those kinds by itself. A turn's transcript must show why, or
@@ -9,48 +12,37 @@
 //! slice (after the handshake), and after [`MAX_GRANT_TURNS`] of them the client is restarted
 //! (a fresh session remembers nothing), which keeps the slices short.
 
-mod io;
+mod turn;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use acp_vocab::transcript::Entry;
+use acp_fake_agents::engine::{Connector, UserAction, UserDriver};
+use acp_fake_agents::link::AgentLink;
+use acp_fake_agents::mailbox::{Msg, WaitError};
+use acp_vocab::transcript::{Entry, Recorder};
 use serde_json::{Value, json};
-use tokio::net::UnixListener;
-use tokio::net::unix::OwnedWriteHalf;
-use tokio::process::ChildStdin;
-use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-use self::io::{Mailbox, Msg, is_event, is_request, is_response, read_plane, slice_json};
 use super::driver::DriverConfig;
-use super::frames::{self, Answer, Names};
-use super::input::{Action, OptionKind, PermissionTurn};
-use super::slice::Slice;
 use crate::client_spec::Expansion;
+use crate::control::{ControlPlane, HandshakeError};
 use crate::launch::{self, Launched};
+use crate::relay_listener::RelayListener;
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 
 /// The session handle and ACP session id of the driver's one session.
 const HANDLE: &str = "s1";
 const SESSION_ID: &str = "sess_fuzz";
-/// The wire connection id in transcripts (the client's first agent connection).
-const CONN: u32 = 1;
-/// Longest line accepted from the client on either plane.
+/// Longest line accepted from the client on the wire plane (the control plane has its own).
 const MAX_LINE: usize = 1 << 20;
 /// Turns with a user `allow_always` a client keeps before it is restarted.
 const MAX_GRANT_TURNS: usize = 8;
 /// What the fake agent answers to `initialize` (a plain ACP v1 agent, no capabilities).
 const INITIALIZE_RESULT: &str =
     r#"{"protocolVersion":1,"agentCapabilities":{"loadSession":false},"authMethods":[]}"#;
-
-/// Something the client wrote, on either plane.
-#[derive(Debug)]
-enum Inbound {
-    Control(Vec<u8>),
-    Wire(Vec<u8>),
-    TooLong { wire: bool, len: usize },
-    Closed { wire: bool },
-}
+/// The control commands the driver plays the user with.
+const NEEDED: [&str; 4] = ["new_session", "prompt", "choose", "cancel"];
 
 /// Why a turn stopped early.
 enum Stop {
@@ -68,9 +60,9 @@ pub(super) struct Live {
     workspace: String,
     outside: String,
     launched: Launched,
-    control: Option<ChildStdin>,
-    wire: Option<OwnedWriteHalf>,
-    inbox: mpsc::UnboundedReceiver<Inbound>,
+    rec: Recorder,
+    plane: ControlPlane,
+    link: Option<AgentLink>,
     /// The handshake entries (with the `declared_policy` note of a profile's policy).
     handshake: Vec<Entry>,
     /// The entries of every turn in which the user chose an `allow_always` option.
@@ -78,8 +70,6 @@ pub(super) struct Live {
     /// What every turn's slice starts with: the handshake, then the grant turns, numbered from 0.
     prefix: Vec<Entry>,
     supports: Vec<String>,
-    started: Instant,
-    seq: u64,
     /// Turns played on this client.
     pub(super) turns: u64,
 }
@@ -97,7 +87,7 @@ impl Live {
         cfg: &DriverConfig,
         policy: Option<&str>,
     ) -> Result<Live, Box<CaseRecord>> {
-        let started = Instant::now();
+        let rec = Recorder::new();
         let dir = match tempfile::Builder::new().prefix("acp-fuzz-").tempdir() {
             Ok(d) => d,
             Err(e) => return Err(Box::new(failed_start(cfg, format!("no tempdir: {e}")))),
@@ -116,7 +106,7 @@ impl Live {
             Err(e) => return Err(Box::new(failed_start(cfg, format!("tempdir: {e}")))),
         };
         let socket = root.join("agent.sock");
-        let listener = match UnixListener::bind(&socket) {
+        let listener = match RelayListener::bind(&socket) {
             Ok(l) => l,
             Err(e) => {
                 return Err(Box::new(failed_start(
@@ -161,7 +151,6 @@ impl Live {
                 return Err(Box::new(record));
             }
         };
-        let (inbox_tx, inbox) = mpsc::unbounded_channel();
         let (Some(stdin), Some(stdout)) = (launched.stdin.take(), launched.stdout.take()) else {
             launched.finish(Duration::ZERO).await;
             return Err(Box::new(failed_start(
@@ -169,39 +158,33 @@ impl Live {
                 "client stdio not captured".into(),
             )));
         };
-        tokio::spawn(read_plane(stdout, false, inbox_tx.clone()));
+        if let Some(note) = cfg.client.declared_policy_note() {
+            rec.note(note);
+        }
+        let plane = ControlPlane::new(stdin, stdout, rec.clone());
         let mut live = Live {
             workspace: work.to_string_lossy().into_owned(),
             outside: outside.to_string_lossy().into_owned(),
             _dir: dir,
             launched,
-            control: Some(stdin),
-            wire: None,
-            inbox,
+            rec,
+            plane,
+            link: None,
             handshake: Vec::new(),
             grant_turns: Vec::new(),
             prefix: Vec::new(),
             supports: Vec::new(),
-            started,
-            seq: 0,
             turns: 0,
         };
-        let mut slice = Slice::new(started, &[]);
-        if let Some(note) = cfg.client.declared_policy_note() {
-            slice.note(note);
-        }
-        let outcome = live
-            .handshake(&mut slice, listener, inbox_tx, cfg.step_timeout)
-            .await;
-        match outcome {
+        match live.handshake(listener, cfg.step_timeout).await {
             Ok(()) => {
-                live.handshake = slice.into_entries();
+                live.handshake = live.rec.take();
                 live.prefix = live.handshake.clone();
                 Ok(live)
             }
             Err(stop) => {
                 let end = live.end_of(stop).await;
-                let record = live.record(slice.into_entries(), end, 0, cfg);
+                let record = live.record(live.rec.take(), end, 0, cfg);
                 live.shutdown().await;
                 Err(Box::new(record))
             }
@@ -211,33 +194,15 @@ impl Live {
     /// hello → new_session → initialize → session/new → session_opened.
     async fn handshake(
         &mut self,
-        slice: &mut Slice,
-        listener: UnixListener,
-        inbox_tx: mpsc::UnboundedSender<Inbound>,
+        mut listener: RelayListener,
         timeout: Duration,
     ) -> Result<(), Stop> {
-        let mut mail = Mailbox::default();
-        let hello = self
-            .wait(slice, &mut mail, timeout, "hello", |m, s| {
-                is_event(m, s, "hello")
-            })
-            .await?;
-        let hello = slice.json(hello).cloned().unwrap_or_default();
-        if hello.get("version").and_then(Value::as_i64) != Some(1) {
-            return Err(Stop::Protocol(format!(
-                "unsupported control protocol version {} (this harness speaks version 1)",
-                hello.get("version").unwrap_or(&Value::Null)
-            )));
-        }
-        self.supports = hello["supports"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let missing: Vec<&str> = ["new_session", "prompt", "choose", "cancel"]
+        self.supports = match self.plane.handshake(timeout).await {
+            Ok(supports) => supports,
+            Err(HandshakeError::Unsupported(reason)) => return Err(Stop::Protocol(reason)),
+            Err(HandshakeError::NoHello(reason)) => return Err(self.plane_stop(reason)),
+        };
+        let missing: Vec<&str> = NEEDED
             .into_iter()
             .filter(|c| !self.supports.iter().any(|s| s == c))
             .collect();
@@ -247,15 +212,13 @@ impl Live {
                 missing.join(", ")
             )));
         }
-        let cwd = self.workspace.clone();
-        self.command(
-            slice,
-            json!({"type":"new_session","session":HANDLE,"cwd":cwd}),
-        )
-        .await?;
-        let accepted = tokio::time::timeout(timeout, listener.accept()).await;
-        let stream = match accepted {
-            Ok(Ok((stream, _))) => stream,
+        let new_session = UserAction::NewSession {
+            session: HANDLE.into(),
+            cwd: self.workspace.clone(),
+        };
+        self.act(new_session, timeout).await?;
+        let conn = match tokio::time::timeout(timeout, listener.accept()).await {
+            Ok(Ok(conn)) => conn,
             Ok(Err(e)) => return Err(Stop::Closed(format!("relay socket: {e}"))),
             Err(_) => {
                 return Err(Stop::Timeout(format!(
@@ -264,55 +227,21 @@ impl Live {
                 )));
             }
         };
-        let (reader, writer) = stream.into_split();
-        self.wire = Some(writer);
-        tokio::spawn(read_plane(reader, true, inbox_tx));
+        self.link = Some(AgentLink::open(conn, MAX_LINE, &self.rec));
         let init = self
-            .wait(slice, &mut mail, timeout, "initialize", |m, s| {
-                is_request(m, s, "initialize")
-            })
+            .wait_wire(timeout, "initialize", |j| is_request(j, "initialize"))
             .await?;
-        let id = slice.json(init).and_then(|j| j.get("id")).cloned();
         let result: Value = serde_json::from_str(INITIALIZE_RESULT).unwrap_or_default();
-        self.send(slice, vec![reply(id, result)], timeout).await?;
+        self.send(vec![reply(&init, result)], timeout).await?;
         let new = self
-            .wait(slice, &mut mail, timeout, "session/new", |m, s| {
-                is_request(m, s, "session/new")
-            })
+            .wait_wire(timeout, "session/new", |j| is_request(j, "session/new"))
             .await?;
-        let id = slice.json(new).and_then(|j| j.get("id")).cloned();
-        self.send(
-            slice,
-            vec![reply(id, json!({"sessionId": SESSION_ID}))],
-            timeout,
-        )
-        .await?;
-        self.wait(slice, &mut mail, timeout, "session_opened", |m, s| {
-            is_event(m, s, "session_opened")
-        })
-        .await?;
-        Ok(())
-    }
-
-    /// Plays one turn; returns its case record and whether the client must be restarted.
-    pub(super) async fn play(
-        &mut self,
-        turn: &PermissionTurn,
-        n: u64,
-        cfg: &DriverConfig,
-    ) -> (CaseRecord, bool) {
-        self.turns += 1;
-        let mut slice = Slice::new(self.started, &self.prefix);
-        let (end, granted) = match self.turn(&mut slice, turn, n, cfg.step_timeout).await {
-            Ok(granted) => (RunEnd::Completed, granted),
-            Err(stop) => (self.end_of(stop).await, false),
-        };
-        let restart = end != RunEnd::Completed;
-        let entries = slice.into_entries();
-        if granted {
-            self.remember_grant_turn(&entries[self.prefix.len()..]);
+        self.send(vec![reply(&new, json!({"sessionId": SESSION_ID}))], timeout)
+            .await?;
+        if let Err(reason) = self.plane.session_opened(HANDLE, timeout).await {
+            return Err(self.plane_stop(reason));
         }
-        (self.record(entries, end, n, cfg), restart)
+        Ok(())
     }
 
     /// True once this client should be replaced by a fresh one: after `turns_per_client` turns,
@@ -332,163 +261,108 @@ impl Live {
         }
     }
 
-    async fn turn(
-        &mut self,
-        slice: &mut Slice,
-        turn: &PermissionTurn,
-        n: u64,
-        timeout: Duration,
-    ) -> Result<bool, Stop> {
-        let mut mail = Mailbox::default();
-        let mut granted = false;
-        self.command(
-            slice,
-            json!({"type":"prompt","session":HANDLE,"text":format!("fuzz turn {n}")}),
-        )
-        .await?;
-        let prompt = self
-            .wait(slice, &mut mail, timeout, "session/prompt", |m, s| {
-                is_request(m, s, "session/prompt")
-            })
-            .await?;
-        let prompt_id = slice.json(prompt).and_then(|j| j.get("id")).cloned();
-
-        let tool_call_id = format!("call_{n}");
-        let (cwd, outside) = (self.workspace.clone(), self.outside.clone());
-        let names = Names {
-            session_id: SESSION_ID,
-            tool_call_id: &tool_call_id,
-            cwd: &cwd,
-            outside: &outside,
-            template: false,
-        };
-        let request_id = frames::request_id(turn.request_id, n);
-        let mut out = Vec::new();
-        out.extend(turn.announce.as_ref().map(|s| names.announce(s)));
-        out.extend(turn.progress.as_ref().map(|s| names.progress(s)));
-        out.push(names.request(turn, &request_id));
-        if turn.action == Action::Leave {
-            out.push(names.withdraw(&request_id));
+    /// The prefix, then `turn` numbered on from it: the transcript one turn is graded on.
+    fn slice(&self, turn: Vec<Entry>) -> Vec<Entry> {
+        let mut entries = Vec::with_capacity(self.prefix.len() + turn.len());
+        entries.extend_from_slice(&self.prefix);
+        for mut entry in turn {
+            entry.index = entries.len();
+            entries.push(entry);
         }
-        self.send(slice, out, timeout).await?;
+        entries
+    }
 
-        let is_answer = |m: &Msg, slice: &Slice| is_response(m, slice, &request_id);
-        let is_card = |m: &Msg, slice: &Slice| {
-            is_event(m, slice, "approval")
-                && slice_json(m, slice).and_then(|j| j.get("requestId")) == Some(&request_id)
+    // ----- the plumbing, as the driver uses it ------------------------------------------------
+
+    /// A user action through the control plane.
+    async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), Stop> {
+        match self.plane.act(action, timeout).await {
+            Ok(()) => Ok(()),
+            Err(reason) => Err(self.plane_stop(reason)),
+        }
+    }
+
+    /// What a failed control-plane wait or action means: a protocol violation, a closed plane,
+    /// or a client that did not do what was asked in time.
+    fn plane_stop(&self, reason: String) -> Stop {
+        if let Some(violation) = self.plane.protocol_error() {
+            Stop::Protocol(violation)
+        } else if self.plane.stdout_closed() {
+            Stop::Closed(reason)
+        } else {
+            Stop::Timeout(reason)
+        }
+    }
+
+    /// Records then writes agent frames, in one write.
+    async fn send(&mut self, frames: Vec<Value>, timeout: Duration) -> Result<(), Stop> {
+        let Some(link) = self.link.as_mut() else {
+            return Err(Stop::Closed("no agent connection".into()));
         };
-        let answer = match turn.action {
-            Action::Leave => {
-                self.wait(
-                    slice,
-                    &mut mail,
-                    timeout,
-                    "the answer to the permission request",
-                    is_answer,
+        let lines: Vec<Vec<u8>> = frames.iter().map(|f| f.to_string().into_bytes()).collect();
+        let lines: Vec<&[u8]> = lines.iter().map(Vec::as_slice).collect();
+        match tokio::time::timeout(timeout, link.send(&self.rec, &lines)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(Stop::Closed(format!(
+                "the client closed the agent connection: {e}"
+            ))),
+            Err(_) => Err(Stop::Timeout(
+                "the client does not read from its agent".into(),
+            )),
+        }
+    }
+
+    /// Takes the first unconsumed client frame that `fits`, waiting at most `timeout`. Requests
+    /// the fake agent does not serve are answered -32601 meanwhile (they do not end the wait).
+    async fn wait_wire(
+        &mut self,
+        timeout: Duration,
+        what: &str,
+        fits: impl Fn(&Value) -> bool,
+    ) -> Result<Msg, Stop> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let Some(link) = self.link.as_ref() else {
+                return Err(Stop::Closed("no agent connection".into()));
+            };
+            let found = link
+                .mailbox()
+                .take(
+                    |m| {
+                        if fits(&m.json) {
+                            Some(true)
+                        } else {
+                            unserved(&m.json).then_some(false)
+                        }
+                    },
+                    deadline,
                 )
-                .await?
-            }
-            Action::Choose(_) | Action::Cancel => {
-                // The user acts once the card is shown; a client whose policy answers first
-                // shows no card, and there is nothing to click.
-                let first = self
-                    .wait_keep(
-                        slice,
-                        &mut mail,
-                        timeout,
-                        "the approval card (or a policy answer)",
-                        |m, s| is_card(m, s) || is_answer(m, s),
-                    )
-                    .await?;
-                if is_card(&first, slice) {
-                    let seq = match (turn.action, turn.chosen()) {
-                        (Action::Choose(_), Some(option)) => {
-                            // Any option with that id: ids collide, and the client may take
-                            // the click for the `allow_always` one.
-                            granted = turn
-                                .options
-                                .iter()
-                                .any(|o| o.id == option.id && o.kind == OptionKind::AllowAlways);
-                            self.command(
-                                slice,
-                                json!({"type":"choose","requestId":request_id,"optionId":option.id.as_str()}),
-                            )
-                            .await?
-                        }
-                        _ => {
-                            self.command(slice, json!({"type":"cancel","session":HANDLE}))
-                                .await?
-                        }
-                    };
-                    let is_error = |m: &Msg, slice: &Slice| {
-                        is_event(m, slice, "error")
-                            && slice_json(m, slice)
-                                .and_then(|j| j.get("seq"))
-                                .and_then(Value::as_u64)
-                                == Some(seq)
-                    };
-                    let got = self
-                        .wait(
-                            slice,
-                            &mut mail,
-                            timeout,
-                            "the answer to the permission request",
-                            |m, s| is_answer(m, s) || is_error(m, s),
-                        )
-                        .await?;
-                    if !is_answer(&Msg::Wire(got), slice) {
-                        let message = slice
-                            .json(got)
-                            .and_then(|j| j.get("message"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned();
-                        return Err(Stop::Timeout(format!(
-                            "the user could not carry out the action (the adapter said: {message})"
-                        )));
-                    }
-                    got
-                } else {
-                    mail.take(&first);
-                    first.index()
+                .await;
+            match found {
+                Ok((msg, true)) => return Ok(msg),
+                Ok((msg, false)) => {
+                    let error = json!({"jsonrpc":"2.0","id":msg.json["id"],"error":{"code":-32601,"message":"Method not found"}});
+                    self.send(vec![error], timeout).await?;
+                }
+                Err(WaitError::TimedOut) => {
+                    self.rec
+                        .note(json!({"type":"step_timeout","waiting_for":what}));
+                    return Err(Stop::Timeout(format!(
+                        "the client sent no {what} within {} ms",
+                        timeout.as_millis()
+                    )));
+                }
+                Err(WaitError::Closed) => {
+                    return Err(Stop::Closed(
+                        "the client closed its agent connection".into(),
+                    ));
                 }
             }
-        };
-        let answer = slice
-            .json(answer)
-            .map(|j| frames::answer_of(turn, j))
-            .unwrap_or(Answer::Denied);
-        let cancelled = turn.action == Action::Cancel && answer == Answer::Cancelled;
-        if cancelled {
-            self.wait(slice, &mut mail, timeout, "session/cancel", |m, s| {
-                matches!(m, Msg::Wire(_))
-                    && slice_json(m, s)
-                        .and_then(|j| j.get("method"))
-                        .and_then(Value::as_str)
-                        == Some("session/cancel")
-            })
-            .await?;
         }
-        let mut out = Vec::new();
-        out.extend(names.finish(
-            turn,
-            answer == Answer::Allowed && turn.action != Action::Cancel,
-        ));
-        out.push(reply(prompt_id, frames::prompt_result(cancelled)));
-        self.send(slice, out, timeout).await?;
-        self.wait(slice, &mut mail, timeout, "the end of the turn", |m, s| {
-            is_event(m, s, "turn")
-                && slice_json(m, s)
-                    .and_then(|j| j.get("state"))
-                    .and_then(Value::as_str)
-                    != Some("running")
-        })
-        .await?;
-        Ok(granted)
     }
-}
 
-impl Live {
+    // ----- ends ---------------------------------------------------------------------------
+
     /// How a stopped turn ended, with the exit status if the client is dying.
     async fn end_of(&mut self, stop: Stop) -> RunEnd {
         match stop {
@@ -528,16 +402,22 @@ impl Live {
 
     /// Asks the adapter to quit, closes both planes, and reaps the client's process group.
     pub(super) async fn shutdown(mut self) {
-        let mut slice = Slice::new(self.started, &[]);
-        let _ = tokio::time::timeout(
-            Duration::from_millis(500),
-            self.command(&mut slice, json!({"type":"shutdown"})),
-        )
-        .await;
-        self.control = None;
-        self.wire = None;
+        self.plane.shutdown().await;
+        drop(self.link.take());
         self.launched.finish(Duration::from_secs(2)).await;
     }
+}
+
+/// A request (it has an `id`) of this method.
+fn is_request(json: &Value, method: &str) -> bool {
+    json.get("method").and_then(Value::as_str) == Some(method) && json.get("id").is_some()
+}
+
+/// A request to the agent that the fake agent does not serve.
+fn unserved(json: &Value) -> bool {
+    let method = json.get("method").and_then(Value::as_str);
+    json.get("id").is_some()
+        && method.is_some_and(|m| !matches!(m, "initialize" | "session/new" | "session/prompt"))
 }
 
 fn crashed(exit: &launch::ExitInfo, reason: &str) -> RunEnd {
@@ -579,7 +459,8 @@ fn failed_start(cfg: &DriverConfig, reason: String) -> CaseRecord {
     }
 }
 
-/// `{"jsonrpc":"2.0","id":…,"result":…}` (id `null` if the request had none to echo).
-fn reply(id: Option<Value>, result: Value) -> Value {
-    json!({"jsonrpc":"2.0","id":id.unwrap_or(Value::Null),"result":result})
+/// `{"jsonrpc":"2.0","id":…,"result":…}` answering `request` (id `null` if it had none).
+fn reply(request: &Msg, result: Value) -> Value {
+    let id = request.json.get("id").cloned().unwrap_or(Value::Null);
+    json!({"jsonrpc":"2.0","id":id,"result":result})
 }

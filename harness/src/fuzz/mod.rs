@@ -1,12 +1,13 @@
-//! Fuzzing the permission mapping (DESIGN §8, fuzz/README.md).
+//! Fuzzing the permission mapping (docs/architecture.md §8, fuzz/README.md).
 //!
 //! * [`input`]: the fuzz input, one permission turn ([`PermissionTurn`]), derived with
 //!   `arbitrary` from libFuzzer's bytes or read from a JSON seed;
 //! * [`frames`]: the agent frames of a turn (one builder for the driver, the in-process target
 //!   and regression scenarios);
 //! * [`driver`]: the long-lived driver that plays turns against a client over pipes (the client
-//!   itself in `live`) and grades each turn with the harness's checks ([`verdict`], over a
-//!   transcript [`slice`]);
+//!   itself in `live`, on the scenario runner's plumbing: relay socket, the engine's agent link,
+//!   the control plane as the user) and grades each turn with the harness's checks ([`verdict`],
+//!   over "handshake + this turn");
 //! * [`inprocess`]: the same turn played against a client's mapping functions in-process, graded
 //!   by the permission checks;
 //! * [`scenario`]: a turn as a regression scenario (`acp-harness fuzz-to-scenario`).
@@ -21,7 +22,6 @@ pub mod inprocess;
 pub mod input;
 mod live;
 pub mod scenario;
-pub mod slice;
 pub mod verdict;
 
 use std::sync::Mutex;

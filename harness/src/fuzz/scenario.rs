@@ -114,7 +114,7 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
     let _ = writeln!(w, "agent = \"{AGENT}\"\nversion = \"{VERSION}\"");
     let _ = writeln!(
         w,
-        "provenance = [\n  \"fuzz/README.md (permission_mapping target; fuzz-to-scenario)\",\n  \"../shared/reference/acp-spec.md §5 rules #43, #44, #52, #56–#60\",\n]"
+        "provenance = [\n  \"fuzz/README.md (permission_mapping target; fuzz-to-scenario)\",\n  \"ACP spec rules R43, R44, R52, R56–R60 (judge/rules.toml)\",\n]"
     );
     step(w, &[("user", basic("new_session"))]);
     step(
@@ -224,8 +224,8 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
     out
 }
 
-/// A scenario cannot set its client's auto-approval policy (the client declares it, DESIGN
-/// §5.5): the header says which `--policy` the fuzzer ran the reference client with, and how to
+/// A scenario cannot set its client's auto-approval policy (the client declares it,
+/// docs/architecture.md §5.5): the header says which `--policy` the fuzzer ran the reference client with, and how to
 /// replay the scenario under it.
 fn policy_comment(w: &mut String, id: &str, flag: &str) {
     let argv = serde_json::to_string(&["/abs/path/to/acp-reference-client", "--policy", flag])
