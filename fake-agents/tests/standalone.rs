@@ -161,7 +161,7 @@ async fn standalone_plays_a_shipped_scenario() {
     assert!(
         entries
             .iter()
-            .any(|e| e.control_type() == Some("branch") && e.json.as_ref().unwrap()["case"] == 1)
+            .any(|e| matches!(e.note(), Some(acp_vocab::note::Note::Branch { case: Some(acp_vocab::note::BranchCase::Case(1)), .. })))
     );
 }
 

@@ -191,7 +191,7 @@ fn start(body: &str, opts: Opts) -> Run {
 fn notes(rec: &Recorder, kind: &str) -> Vec<Entry> {
     rec.snapshot()
         .into_iter()
-        .filter(|e| e.direction == Direction::Note && e.control_type() == Some(kind))
+        .filter(|e| e.note().is_some_and(|n| n.type_name() == kind))
         .collect()
 }
 

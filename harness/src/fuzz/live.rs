@@ -188,7 +188,7 @@ impl Live {
         };
         let mut slice = Slice::new(started, &[]);
         if let Some(note) = cfg.client.declared_policy_note() {
-            slice.note(note);
+            slice.note(note.to_json());
         }
         let outcome = live
             .handshake(&mut slice, listener, inbox_tx, cfg.step_timeout)

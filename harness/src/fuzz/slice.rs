@@ -64,6 +64,7 @@ impl Slice {
             raw,
             json,
             invalid_utf8,
+            fault: None,
         });
         index
     }
