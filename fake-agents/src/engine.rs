@@ -35,9 +35,9 @@ use crate::scenario::{
     Case, Choice, Expect, Expected, Fault, OnCase, Reply, Step, StepKind, UserStep,
 };
 use crate::template;
-use acp_vocab::transcript::{Direction, Recorder};
 use crate::vars::Vars;
 use crate::wire::{self, Frame, FrameReader};
+use acp_vocab::transcript::{Direction, Recorder};
 
 /// How to run a case.
 #[derive(Debug, Clone)]

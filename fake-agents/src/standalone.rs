@@ -14,8 +14,8 @@ use serde_json::Value;
 
 use crate::engine::{self, AgentConn, Connector, EngineConfig, EngineEnd, UserAction, UserDriver};
 use crate::scenario;
-use acp_vocab::transcript::Recorder;
 use crate::wire::DEFAULT_MAX_FRAME;
+use acp_vocab::transcript::Recorder;
 
 /// Default step timeout when a person drives the client: ten minutes.
 pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(600);

@@ -34,8 +34,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
-use acp_judge::checks::{Grade, Trial};
 use crate::runner::CaseResult;
+use acp_judge::checks::{Grade, Trial};
 
 /// One expected failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver};
-use acp_vocab::transcript::{Direction, Recorder};
 use acp_fake_agents::wire::{Frame, FrameReader};
+use acp_vocab::transcript::{Direction, Recorder};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout};

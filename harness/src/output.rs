@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use acp_vocab::transcript::{Direction, Entry};
 
-use acp_judge::checks::{Grade, Trial};
 use crate::runner::CaseResult;
+use acp_judge::checks::{Grade, Trial};
 
 /// Grades that make a run fail (warn only under `--strict`).
 pub fn is_failing(grade: Grade, strict: bool) -> bool {

@@ -17,12 +17,12 @@ pub use acp_reports::run::{
     ToolInfo, TrialJson, transcript_file,
 };
 
-use acp_judge::checks::all_checks;
 use crate::client_spec::ClientSpec;
+use crate::runner::{CaseResult, RunConfig};
+use acp_judge::checks::all_checks;
 use acp_judge::policy::{DecisionPolicy, DeclaredPolicy, PolicySource};
 use acp_vocab::control::Event;
 use acp_judge::record::RunEnd;
-use crate::runner::{CaseResult, RunConfig};
 
 /// What run.json says about each case's scenario that the case record does not carry. Taken
 /// from the cases before they run.

@@ -16,13 +16,13 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 use tokio::net::UnixListener;
 
-use acp_judge::checks::{Trial, grade_case};
 use crate::client_spec::{ClientSpec, ControlMode, Expansion};
 use crate::control::{ControlPlane, HandshakeError};
 use crate::launch::{self, ExitInfo};
 use crate::observe::Observer;
-use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 use crate::wire_only::WireOnlyUser;
+use acp_judge::checks::{Trial, grade_case};
+use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 
 /// Knobs of a run.
 #[derive(Debug, Clone)]

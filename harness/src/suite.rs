@@ -9,10 +9,10 @@ use anyhow::{Context, Result, bail};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::baseline::Baseline;
-use acp_judge::checks::{Grade, all_checks};
 use crate::client_spec::ClientSpec;
 use crate::output::is_failing;
 use crate::runner::{self, CaseResult, RunConfig};
+use acp_judge::checks::{Grade, all_checks};
 
 /// `--scenarios`, else `./scenarios`, else the workspace's `scenarios/`.
 pub fn scenarios_dir(arg: Option<&Path>) -> Result<PathBuf> {

@@ -11,8 +11,8 @@ mod real_client;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use acp_judge::checks::Grade;
 use acp_harness::client_spec::ClientSpec;
+use acp_judge::checks::Grade;
 use acp_judge::record::RunEnd;
 use real_client::{grade, run_one};
 

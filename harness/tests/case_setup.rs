@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use acp_harness::client_spec::ClientSpec;
-use acp_judge::record::RunEnd;
 use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
+use acp_judge::record::RunEnd;
 
 fn run(dir: &Path, case_id: &str) -> CaseResult {
     let dir = dir.canonicalize().unwrap();

@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use acp_harness::bench::measure::peak_rss_kib;
-use acp_judge::checks::Grade;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::locate::{WorkspaceBin, locate};
-use acp_judge::record::RunEnd;
 use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
+use acp_judge::checks::Grade;
+use acp_judge::record::RunEnd;
 
 const CHAOS_CLIENT: WorkspaceBin = WorkspaceBin {
     name: "acp-chaos-client",

@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 
 use acp_fake_agents::scenario::{self, Scenario};
 use acp_harness::client_spec::ClientSpec;
-use acp_judge::record::RunEnd;
 use acp_harness::runner::{RunConfig, run_case};
 use acp_harness::suite;
+use acp_judge::record::RunEnd;
 
 use recording::{Frame, INITIALIZE, Mode, SESSION_NEW};
 

@@ -11,10 +11,10 @@
 
 use std::path::{Path, PathBuf};
 
-use acp_judge::checks::Grade;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::fuzz::{self, Driver, DriverConfig, PermissionTurn};
 use acp_harness::runner::{RunConfig, run_case};
+use acp_judge::checks::Grade;
 
 fn seeds_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/permission_mapping")

@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use acp_judge::checks::{Grade, all_checks};
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::control::validate_control;
-use acp_judge::record::RunEnd;
 use acp_harness::runner::{self, CaseResult, RunConfig};
 use acp_harness::suite;
+use acp_judge::checks::{Grade, all_checks};
+use acp_judge::record::RunEnd;
 use serde_json::{Value, json};
 
 fn workspace() -> PathBuf {

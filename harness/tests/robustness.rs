@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use acp_judge::checks::Grade;
 use acp_harness::client_spec::ClientSpec;
-use acp_judge::record::RunEnd;
 use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
+use acp_judge::checks::Grade;
+use acp_judge::record::RunEnd;
 
 /// A minimal exchange with one permission request, independent of the scenario corpus (which
 /// grows and changes): `robustness/1/permission.toml` in a fresh folder.

@@ -15,11 +15,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use acp_judge::checks::{Grade, all_checks};
 use acp_harness::client_spec::ClientSpec;
-use acp_judge::record::RunEnd;
 use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
+use acp_judge::checks::{Grade, all_checks};
+use acp_judge::record::RunEnd;
 
 /// Each mutant (clients/README.md) and the exact set of check ids it fails (`fail` or `warn`)
 /// somewhere in the corpus.

@@ -26,6 +26,10 @@ use schemars::generate::SchemaSettings;
 use schemars::transform::{RemoveRefSiblings, ReplaceBoolSchemas};
 use serde_json::Value;
 
+/// Who sent a payload: the envelope's notion, re-exported here because every function of this
+/// module is keyed by it.
+pub use crate::wire_model::Side;
+
 /// Which schema the harness validates against; recorded in `run.json`.
 pub const SCHEMA_VERSION: &str =
     "agent-client-protocol-schema 1.20.0 via schemars, JSON Schema draft 2020-12";
@@ -33,31 +37,6 @@ pub const SCHEMA_VERSION: &str =
 /// Longest schema error message kept (characters), and how many errors one message reports.
 const MAX_ERROR_CHARS: usize = 240;
 const MAX_ERRORS: usize = 3;
-
-/// The sender of a message on the ACP wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Side {
-    /// The client under test (editor).
-    Client,
-    /// The (fake) agent.
-    Agent,
-}
-
-impl Side {
-    pub fn peer(self) -> Side {
-        match self {
-            Side::Client => Side::Agent,
-            Side::Agent => Side::Client,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Side::Client => "client",
-            Side::Agent => "agent",
-        }
-    }
-}
 
 /// What a payload is, for the lookup of its schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -9,8 +9,8 @@ use tokio::sync::mpsc;
 use super::*;
 use crate::profile::{Profile, Profiles};
 use crate::scenario;
-use acp_vocab::transcript::{Direction, Entry, Recorder};
 use crate::wire::{Frame, FrameReader};
+use acp_vocab::transcript::{Direction, Entry, Recorder};
 
 /// Generous bound for anything the test itself waits for; a hang fails instead of blocking CI.
 const TEST_WAIT: Duration = Duration::from_secs(10);

@@ -11,12 +11,12 @@ use acp_fake_agents::scenario::Case;
 use anyhow::Result;
 
 use super::measure::{Meter, Sample, ms};
-use acp_judge::checks::grade_case;
 use crate::client_spec::ClientSpec;
 use crate::output::{is_failing, progress_line};
-use acp_judge::record::RunEnd;
 use crate::run_json;
 use crate::runner::{CaseResult, RunConfig, run_cases};
+use acp_judge::checks::grade_case;
+use acp_judge::record::RunEnd;
 
 /// One round over the corpus.
 pub struct Round {

@@ -15,11 +15,11 @@ use super::generate;
 use super::measure::{Meter, Sample, exponent, median, ms, slope};
 use super::progress;
 use super::report::Large;
-use acp_judge::checks::grade_case;
 use crate::client_spec::ClientSpec;
 use crate::output::is_failing;
-use acp_judge::record::RunEnd;
 use crate::runner::{RunConfig, run_case, run_cases};
+use acp_judge::checks::grade_case;
+use acp_judge::record::RunEnd;
 
 /// One point of the frames series.
 #[derive(Debug, Clone, Serialize)]

@@ -326,8 +326,8 @@ pub fn answer_of(turn: &PermissionTurn, response: &Value) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use acp_judge::acp_schema::{PayloadKind, Side, Validation, validate};
     use crate::fuzz::input::{decode, pseudo_random_turns};
+    use acp_judge::acp_schema::{PayloadKind, Side, Validation, validate};
 
     fn valid(frame: &Value) -> Result<(), String> {
         let method = frame["method"].as_str().expect("method");

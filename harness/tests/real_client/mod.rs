@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use acp_harness::baseline::Baseline;
-use acp_judge::checks::{Grade, all_checks};
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::output::is_failing;
 use acp_harness::runner::{self, CaseResult, RunConfig};
 use acp_harness::suite;
+use acp_judge::checks::{Grade, all_checks};
 
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")

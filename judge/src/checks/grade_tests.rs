@@ -248,11 +248,8 @@ fn failure_message_lists_frames_then_repro() {
 fn grading_never_panics_on_garbage() {
     let c = Case::new();
     c.c2a_raw(b"\x00\x01garbage");
-    c.rec.record(
-        7,
-        acp_vocab::transcript::Direction::AgentToClient,
-        b"[1,2]",
-    );
+    c.rec
+        .record(7, acp_vocab::transcript::Direction::AgentToClient, b"[1,2]");
     c.ev(json!({"type":"approval"}));
     c.ev(json!({"type":"item","sessionId":1}));
     c.cmd(json!({"type":"cancel","seq":1,"session":"nope"}));

@@ -344,11 +344,8 @@ mod tests {
 
         let c = base();
         c.note(json!({"type":"fault","kind":"raw"}));
-        c.rec.record(
-            1,
-            acp_vocab::transcript::Direction::AgentToClient,
-            b"oops",
-        );
+        c.rec
+            .record(1, acp_vocab::transcript::Direction::AgentToClient, b"oops");
         c.c2a(json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}));
         assert_eq!(c.grade(&JsonRpc).grade, Grade::Pass);
     }

@@ -22,6 +22,12 @@ pub struct Case {
     pub symlinks: BTreeMap<PathBuf, PathBuf>,
 }
 
+impl Default for Case {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Case {
     pub fn new() -> Self {
         Case {

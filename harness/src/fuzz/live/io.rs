@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use acp_vocab::transcript::Direction;
 use acp_fake_agents::wire::{Frame, FrameReader};
+use acp_vocab::transcript::Direction;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;

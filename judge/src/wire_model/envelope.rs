@@ -1,0 +1,297 @@
+//! What a wire frame is by the JSON-RPC 2.0 envelope rules (R1–R4, R6, R7), decided once per
+//! frame: a [`MsgKind::Request`], a [`MsgKind::Notification`], a [`MsgKind::Response`] or
+//! [`MsgKind::Invalid`] with the reason. Payloads are the schema check's business
+//! ([`crate::acp_schema`]).
+
+use acp_vocab::transcript::Entry;
+use serde_json::Value;
+
+/// The sender of a message on the ACP wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Side {
+    /// The client under test (editor).
+    Client,
+    /// The (fake) agent.
+    Agent,
+}
+
+impl Side {
+    pub fn peer(self) -> Side {
+        match self {
+            Side::Client => Side::Agent,
+            Side::Agent => Side::Client,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Client => "client",
+            Side::Agent => "agent",
+        }
+    }
+}
+
+/// The successful or failed body of a response.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ResponseBody<'a> {
+    Result(&'a Value),
+    Error {
+        code: i64,
+        message: &'a str,
+        error: &'a Value,
+    },
+}
+
+/// What a wire frame is, envelope-wise.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MsgKind<'a> {
+    Request {
+        id: &'a Value,
+        method: &'a str,
+    },
+    Notification {
+        method: &'a str,
+    },
+    Response {
+        id: &'a Value,
+        body: ResponseBody<'a>,
+    },
+    /// Not a JSON-RPC 2.0 message; the reason says why.
+    Invalid {
+        reason: String,
+    },
+}
+
+/// One wire frame, classified.
+#[derive(Debug, Clone)]
+pub struct WireMsg<'a> {
+    /// Transcript index.
+    pub index: usize,
+    pub conn: u32,
+    /// Who wrote it.
+    pub from: Side,
+    pub entry: &'a Entry,
+    pub kind: MsgKind<'a>,
+    /// Set for an agent frame announced by a harness `{"type":"fault","kind":…}` note.
+    pub fault: Option<&'a str>,
+}
+
+impl<'a> WireMsg<'a> {
+    pub fn json(&self) -> Option<&'a Value> {
+        self.entry.json.as_ref()
+    }
+
+    /// `method` of a request or notification.
+    pub fn method(&self) -> Option<&'a str> {
+        match self.kind {
+            MsgKind::Request { method, .. } | MsgKind::Notification { method } => Some(method),
+            _ => None,
+        }
+    }
+
+    /// `params` of a request or notification (absent → `None`).
+    pub fn params(&self) -> Option<&'a Value> {
+        match self.kind {
+            MsgKind::Request { .. } | MsgKind::Notification { .. } => self.json()?.get("params"),
+            _ => None,
+        }
+    }
+
+    /// `params.sessionId` of a request or notification.
+    pub fn params_session_id(&self) -> Option<&'a str> {
+        self.params()?.get("sessionId")?.as_str()
+    }
+
+    pub fn id(&self) -> Option<&'a Value> {
+        match self.kind {
+            MsgKind::Request { id, .. } | MsgKind::Response { id, .. } => Some(id),
+            _ => None,
+        }
+    }
+
+    pub fn result(&self) -> Option<&'a Value> {
+        match self.kind {
+            MsgKind::Response {
+                body: ResponseBody::Result(r),
+                ..
+            } => Some(r),
+            _ => None,
+        }
+    }
+
+    pub fn is_request(&self) -> bool {
+        matches!(self.kind, MsgKind::Request { .. })
+    }
+
+    pub fn is_error_response(&self) -> bool {
+        matches!(
+            self.kind,
+            MsgKind::Response {
+                body: ResponseBody::Error { .. },
+                ..
+            }
+        )
+    }
+
+    pub fn is_request_for(&self, method: &str) -> bool {
+        matches!(self.kind, MsgKind::Request { method: m, .. } if m == method)
+    }
+
+    pub fn is_notification_for(&self, method: &str) -> bool {
+        matches!(self.kind, MsgKind::Notification { method: m } if m == method)
+    }
+}
+
+/// A JSON-RPC id rendered as a type-exact key: `1`, `1.0` and `"1"` are three different ids.
+pub fn id_key(id: &Value) -> String {
+    id.to_string()
+}
+
+/// The JSON type of a value, as JSON Schema names it (`string`, `object`, …).
+pub fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A short human description of an id with its JSON type, e.g. `"1" (string)`.
+pub fn describe_id(id: &Value) -> String {
+    format!("{id} ({})", json_type(id))
+}
+
+/// Classifies one wire entry by the JSON-RPC 2.0 envelope rules.
+pub fn classify(entry: &Entry) -> MsgKind<'_> {
+    let invalid = |reason: &str| MsgKind::Invalid {
+        reason: reason.to_owned(),
+    };
+    if entry.invalid_utf8 {
+        return invalid("not valid UTF-8 (rule #1)");
+    }
+    let Some(json) = entry.json.as_ref() else {
+        return invalid("not JSON");
+    };
+    let obj = match json {
+        Value::Object(obj) => obj,
+        Value::Array(_) => return invalid("a JSON array (batch); ACP v1 has no batches"),
+        _ => return invalid("not a JSON object"),
+    };
+    match obj.get("jsonrpc") {
+        Some(Value::String(v)) if v == "2.0" => {}
+        Some(other) => {
+            return MsgKind::Invalid {
+                reason: format!("\"jsonrpc\" is {other}, not \"2.0\""),
+            };
+        }
+        None => return invalid("no \"jsonrpc\":\"2.0\""),
+    }
+    let id_ok = |id: &Value| matches!(id, Value::String(_) | Value::Number(_) | Value::Null);
+    if let Some(method) = obj.get("method") {
+        let Some(method) = method.as_str() else {
+            return invalid("\"method\" is not a string");
+        };
+        if obj.contains_key("result") || obj.contains_key("error") {
+            return invalid("has both \"method\" and \"result\"/\"error\"");
+        }
+        if let Some(params) = obj.get("params") {
+            if !params.is_object() && !params.is_array() {
+                return invalid("\"params\" is neither an object nor an array");
+            }
+        }
+        return match obj.get("id") {
+            None => MsgKind::Notification { method },
+            Some(id) if id_ok(id) => MsgKind::Request { id, method },
+            Some(_) => invalid("request \"id\" is not a string, number or null"),
+        };
+    }
+    let Some(id) = obj.get("id") else {
+        return invalid("neither \"method\" nor \"id\"");
+    };
+    if !id_ok(id) {
+        return invalid("response \"id\" is not a string, number or null");
+    }
+    match (obj.get("result"), obj.get("error")) {
+        (Some(_), Some(_)) => invalid("response has both \"result\" and \"error\""),
+        (None, None) => invalid("response has neither \"result\" nor \"error\""),
+        (Some(result), None) => MsgKind::Response {
+            id,
+            body: ResponseBody::Result(result),
+        },
+        (None, Some(error)) => {
+            let Some(err) = error.as_object() else {
+                return invalid("\"error\" is not an object");
+            };
+            let Some(code) = err.get("code").and_then(Value::as_i64) else {
+                return invalid("\"error.code\" is not an integer");
+            };
+            let Some(message) = err.get("message").and_then(|m| m.as_str()) else {
+                return invalid("\"error.message\" is not a string");
+            };
+            MsgKind::Response {
+                id,
+                body: ResponseBody::Error {
+                    code,
+                    message,
+                    error,
+                },
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use acp_vocab::transcript::{Direction, Recorder};
+
+    #[test]
+    fn classifies_envelopes() {
+        let rec = Recorder::new();
+        let cases: Vec<(&[u8], &str)> = vec![
+            (br#"{"jsonrpc":"2.0","id":1,"method":"m"}"#, "request"),
+            (
+                br#"{"jsonrpc":"2.0","method":"m","params":{}}"#,
+                "notification",
+            ),
+            (br#"{"jsonrpc":"2.0","id":"x","result":null}"#, "response"),
+            (
+                br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"p"}}"#,
+                "response",
+            ),
+            (br#"{"jsonrpc":"1.0","id":1,"method":"m"}"#, "invalid"),
+            (br#"{"id":1,"method":"m"}"#, "invalid"),
+            (br#"{"jsonrpc":"2.0","id":{},"method":"m"}"#, "invalid"),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"result":1,"error":{}}"#,
+                "invalid",
+            ),
+            (br#"{"jsonrpc":"2.0","id":1}"#, "invalid"),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"error":{"code":1.5,"message":"x"}}"#,
+                "invalid",
+            ),
+            (br#"{"jsonrpc":"2.0","id":1,"error":{"code":1}}"#, "invalid"),
+            (br#"{"jsonrpc":"2.0","method":"m","params":3}"#, "invalid"),
+            (br#"[{"jsonrpc":"2.0","method":"m"}]"#, "invalid"),
+            (b"hello", "invalid"),
+            (&[0xff, 0x00], "invalid"),
+        ];
+        for (raw, _) in &cases {
+            rec.record(1, Direction::ClientToAgent, raw);
+        }
+        let entries = rec.snapshot();
+        for (entry, (raw, want)) in entries.iter().zip(&cases) {
+            let got = match classify(entry) {
+                MsgKind::Request { .. } => "request",
+                MsgKind::Notification { .. } => "notification",
+                MsgKind::Response { .. } => "response",
+                MsgKind::Invalid { .. } => "invalid",
+            };
+            assert_eq!(got, *want, "{}", String::from_utf8_lossy(raw));
+        }
+    }
+}
