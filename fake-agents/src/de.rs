@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use toml::Spanned;
 
-use crate::scenario::ScenarioError;
+use crate::error::ScenarioError;
 use crate::source::{SourceText, StrLoc};
 use crate::template::{self, VarUse};
 

@@ -24,3 +24,4 @@ pub mod vars;
 pub mod wire;
 
 mod de;
+mod error;

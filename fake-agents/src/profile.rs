@@ -13,7 +13,7 @@ use serde_json::Value;
 use toml::Spanned;
 
 use crate::de::{Ordered, Src};
-use crate::scenario::ScenarioError;
+use crate::error::ScenarioError;
 use crate::template;
 
 /// Variables every scenario has, whatever its profile (README, "Templating"). `id` is not among

@@ -8,7 +8,6 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::profile::{DEFAULT_SESSION_ID, DEFAULT_TOOL_CALL_ID, Profile};
-use crate::scenario::Scenario;
 use crate::template;
 
 /// How deep `${profile.A}` may refer to `${profile.B}` … (cycles are refused when profiles are
@@ -23,13 +22,9 @@ pub struct Vars {
 
 impl Vars {
     /// The variables a scenario starts with: built-ins, then the profile's `[vars]`, then the
-    /// scenario's (later ones may use earlier ones and override them).
-    pub fn initial(scenario: &Scenario, cwd: &Path, outside: &Path) -> Result<Vars, String> {
-        Vars::from_parts(scenario.profile.clone(), &scenario.vars, cwd, outside)
-    }
-
-    /// [`Vars::initial`] from the pieces of a scenario (the parser has no [`Scenario`] yet when
-    /// it checks `[[setup]]` paths).
+    /// scenario's (later ones may use earlier ones and override them). `Vars::initial` does the
+    /// same from a whole `Scenario`; it is defined next to that type
+    /// so that this module does not import the scenario module (which imports this one).
     pub fn from_parts(
         profile: Option<Arc<Profile>>,
         scenario_vars: &[(String, String)],

@@ -19,21 +19,10 @@ use serde_json::Value;
 
 use crate::profile::{Profile, Profiles};
 use crate::source::SourceText;
+use crate::vars::Vars;
 
+pub use crate::error::ScenarioError;
 pub use parse::parse;
-
-/// A scenario (or profile) that cannot be used, with its place in the file.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}:{col}: {message}")]
-pub struct ScenarioError {
-    /// The path as given (or as found under the scenarios folder).
-    pub file: String,
-    /// 1-based.
-    pub line: usize,
-    /// 1-based, in characters.
-    pub col: usize,
-    pub message: String,
-}
 
 /// One parsed scenario file.
 #[derive(Debug, Clone)]
@@ -52,6 +41,14 @@ pub struct Scenario {
     /// Set when a `user = "choose"` step has `each = true`: the option ids it expands into, in
     /// offer order.
     pub each: Option<Vec<String>>,
+}
+
+impl Vars {
+    /// The variables `scenario` starts with ([`Vars::from_parts`] on its profile and `[vars]`).
+    /// Defined here, not in [`crate::vars`], so that module needs nothing from this one.
+    pub fn initial(scenario: &Scenario, cwd: &Path, outside: &Path) -> Result<Vars, String> {
+        Vars::from_parts(scenario.profile.clone(), &scenario.vars, cwd, outside)
+    }
 }
 
 /// The `[scenario]` table (README, "`[scenario]`").

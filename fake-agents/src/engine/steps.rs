@@ -1,0 +1,333 @@
+//! The wire steps: expect (and reply), send, await an answer, faults, and the step dispatch.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::conn::to_bytes;
+use super::{Connector, Engine, Sent, StepResult, Stop};
+use crate::mailbox::Msg;
+use crate::matching::{self, Answer};
+use crate::scenario::{Expect, Expected, Fault, OnCase, Reply, Step, StepKind};
+use crate::template;
+
+impl<'a, C: Connector> Engine<'a, C> {
+    pub(super) async fn step(&mut self, step: &'a Step) -> StepResult {
+        self.check_user()?;
+        let timeout = self.timeout(step);
+        match &step.kind {
+            StepKind::Handshake => self.handshake(step, timeout).await,
+            StepKind::Expect(e) => {
+                let arrived = self.expect(step, e, timeout).await?;
+                match (&e.on_timeout, arrived) {
+                    (Some(steps), false) => {
+                        self.run_steps(steps).await?;
+                        Err(Stop::Ended)
+                    }
+                    _ => Ok(()),
+                }
+            }
+            StepKind::ReplyTo { alias, reply } => {
+                let Some(msg) = self.client_requests.get(alias).cloned() else {
+                    return Err(self.harness(
+                        step,
+                        format!(
+                            "no client request was remembered as `{alias}` (its step did not run)"
+                        ),
+                    ));
+                };
+                self.reply(step, &msg, reply, timeout).await
+            }
+            StepKind::Send { frame, alias } => {
+                let frame = self.fill_send(step, frame)?;
+                self.write(step, &to_bytes(&frame), timeout).await?;
+                if let Some(alias) = alias {
+                    self.sent.insert(
+                        alias.clone(),
+                        Sent {
+                            id: frame.get("id").cloned().unwrap_or(Value::Null),
+                            options: frame.pointer("/params/options").cloned(),
+                        },
+                    );
+                }
+                Ok(())
+            }
+            StepKind::Await { alias, cases } => {
+                self.await_answer(step, alias, cases, timeout).await
+            }
+            StepKind::Delay(d) => {
+                tokio::time::sleep(*d).await;
+                Ok(())
+            }
+            StepKind::Fault(fault) => self.fault(step, fault, timeout).await,
+            StepKind::User(u) => self.user(step, u, timeout),
+        }
+    }
+
+    pub(super) async fn handshake(&mut self, step: &'a Step, timeout: Duration) -> StepResult {
+        for (method, frame) in [("initialize", "initialize"), ("session/new", "session_new")] {
+            let expect = Expect {
+                what: Expected::Method(method.into()),
+                alias: None,
+                pattern: None,
+                capture: Vec::new(),
+                reply: Some(Reply::Result(Value::String(format!(
+                    "${{profile.{frame}}}"
+                )))),
+                on_timeout: None,
+            };
+            self.expect(step, &expect, timeout).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the expected message and handles it. `Ok(false)`: it did not come in time and
+    /// the step has `on_timeout` steps (the caller runs them; a branch note says so).
+    pub(super) async fn expect(
+        &mut self,
+        step: &Step,
+        e: &Expect,
+        timeout: Duration,
+    ) -> Result<bool, Stop> {
+        let pattern = match &e.pattern {
+            Some(p) => Some(self.vars.fill(p).map_err(|m| self.harness(step, m))?),
+            None => None,
+        };
+        let mut what = match &e.what {
+            Expected::Method(m) => m.clone(),
+            Expected::Response => "response".to_owned(),
+        };
+        if let Some(p) = &pattern {
+            what.push_str(&format!(" matching {p}"));
+        }
+        let fits = |m: &Msg| {
+            let shape_ok = match &e.what {
+                Expected::Method(name) => matching::method(&m.json) == Some(name.as_str()),
+                Expected::Response => matching::is_response(&m.json),
+            };
+            if !shape_ok
+                || !pattern
+                    .as_ref()
+                    .is_none_or(|p| matching::matches(p, &m.json))
+            {
+                return None;
+            }
+            matching::capture(&m.json, &e.capture)
+        };
+        let (msg, captured) = if e.on_timeout.is_some() {
+            match self.take_within(step, timeout, &what, fits).await? {
+                Some(found) => found,
+                None => {
+                    self.rec.note(json!({
+                        "type": "branch",
+                        "step": step.label,
+                        "answer": format!("no {what} within {} ms", timeout.as_millis()),
+                        "case": "on_timeout",
+                    }));
+                    return Ok(false);
+                }
+            }
+        } else {
+            self.take(step, timeout, &what, fits).await?
+        };
+        if matching::method(&msg.json) == Some("initialize") {
+            self.check_requires(&msg.json)?;
+        }
+        for (name, value) in captured {
+            self.vars.set(&name, value);
+        }
+        if let Some(alias) = &e.alias {
+            self.client_requests.insert(alias.clone(), msg.clone());
+        }
+        if let Some(reply) = &e.reply {
+            self.reply(step, &msg, reply, timeout).await?;
+        }
+        Ok(true)
+    }
+
+    /// `requires`: every path must be `true` in the client's `clientCapabilities`.
+    pub(super) fn check_requires(&mut self, initialize: &Value) -> StepResult {
+        if self.requires_checked {
+            return Ok(());
+        }
+        self.requires_checked = true;
+        for path in &self.case.scenario.meta.requires {
+            let mut v = initialize.pointer("/params/clientCapabilities");
+            for segment in path.split('.') {
+                v = v.and_then(|v| v.get(segment));
+            }
+            if v != Some(&Value::Bool(true)) {
+                let reason = format!(
+                    "the client does not advertise clientCapabilities.{path} in initialize (the scenario requires it)"
+                );
+                self.rec
+                    .note(json!({"type": "not_applicable", "reason": reason}));
+                return Err(Stop::NotApplicable(reason));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn reply(
+        &mut self,
+        step: &Step,
+        msg: &Msg,
+        reply: &Reply,
+        timeout: Duration,
+    ) -> StepResult {
+        let (key, body) = match reply {
+            Reply::Result(v) => ("result", v),
+            Reply::Error(v) => ("error", v),
+        };
+        let body = self.vars.fill(body).map_err(|m| self.harness(step, m))?;
+        let Some(id) = &msg.raw_id else {
+            let method = matching::method(&msg.json).unwrap_or("a message");
+            return Err(self.incomplete(
+                step,
+                format!(
+                    "{}: the client sent {method} as a notification (no \"id\", transcript #{}), so it cannot be answered",
+                    self.step_ref(step),
+                    msg.index
+                ),
+            ));
+        };
+        // Built as text so the id is echoed byte for byte.
+        let frame = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"{key}\":{}}}",
+            serde_json::to_string(&body).unwrap_or_default()
+        );
+        self.write(step, frame.as_bytes(), timeout).await
+    }
+
+    /// Fills a `send` frame; a top-level `"id":"${id}"` becomes the next fresh request id.
+    pub(super) fn fill_send(&mut self, step: &Step, frame: &Value) -> Result<Value, Stop> {
+        let mut frame = frame.clone();
+        let fresh = frame
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(template::whole_var)
+            == Some("id");
+        if fresh && let Some(obj) = frame.as_object_mut() {
+            obj.insert("id".into(), json!(self.next_id));
+            self.next_id += 1;
+        }
+        self.vars.fill(&frame).map_err(|m| self.harness(step, m))
+    }
+
+    pub(super) async fn await_answer(
+        &mut self,
+        step: &'a Step,
+        alias: &str,
+        cases: &'a [OnCase],
+        timeout: Duration,
+    ) -> StepResult {
+        let Some(sent) = self.sent.get(alias).cloned() else {
+            return Err(self.harness(
+                step,
+                format!("request `{alias}` was never sent (its step did not run)"),
+            ));
+        };
+        let what = format!("answer to request `{alias}` (id {})", sent.id);
+        let found = self
+            .take(step, timeout, &what, |m| {
+                (matching::is_response(&m.json) && m.json.get("id") == Some(&sent.id)).then_some(())
+            })
+            .await;
+        let msg = match found {
+            Ok((msg, ())) => msg,
+            Err(Stop::Incomplete { step: top, reason }) => {
+                return Err(Stop::Incomplete {
+                    step: top,
+                    reason: format!("{reason}{}", self.near_misses(&sent.id)),
+                });
+            }
+            Err(other) => return Err(other),
+        };
+        let answer = Answer::of(&msg.json, sent.options.as_ref());
+        let chosen = cases.iter().position(|c| answer.fits(&c.when));
+        self.rec.note(json!({
+            "type": "branch",
+            "step": step.label,
+            "request": alias,
+            "answer": answer.describe(),
+            "frame": msg.index,
+            "case": chosen.map(|k| k + 1),
+        }));
+        match chosen {
+            Some(k) => self.run_steps(&cases[k].then).await,
+            None => Ok(()),
+        }
+    }
+
+    /// Responses that almost answer `id` (same id, other JSON type), to explain a timeout.
+    pub(super) fn near_misses(&self, id: &Value) -> String {
+        let Some(conn) = &self.conn else {
+            return String::new();
+        };
+        let text = template::splice_text(id);
+        let misses: Vec<String> = conn
+            .mailbox
+            .unconsumed()
+            .into_iter()
+            .filter(|m| matching::is_response(&m.json))
+            .filter(|m| {
+                m.json
+                    .get("id")
+                    .is_some_and(|i| template::splice_text(i) == text)
+            })
+            .map(|m| format!("#{} has id {}", m.index, m.json["id"]))
+            .collect();
+        if misses.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " (a response with a differently typed id arrived: {}; ids must be echoed unchanged)",
+                misses.join(", ")
+            )
+        }
+    }
+
+    pub(super) async fn fault(
+        &mut self,
+        step: &Step,
+        fault: &Fault,
+        timeout: Duration,
+    ) -> StepResult {
+        let frame = match fault {
+            Fault::Split { frame, .. } | Fault::Duplicate { frame } | Fault::Invalid { frame } => {
+                Some(to_bytes(
+                    &self.vars.fill(frame).map_err(|m| self.harness(step, m))?,
+                ))
+            }
+            Fault::Raw { .. } => None,
+        };
+        // The note comes first so no check blames the client (or calls it our schema bug).
+        self.rec
+            .note(json!({"type": "fault", "kind": fault.kind(), "step": step.label}));
+        match (fault, frame) {
+            (Fault::Split { at, .. }, Some(bytes)) => {
+                let at = at.unwrap_or(bytes.len() / 2);
+                if at == 0 || at >= bytes.len() {
+                    return Err(self.harness(
+                        step,
+                        format!("cannot split a {}-byte frame at byte {at}", bytes.len()),
+                    ));
+                }
+                let (a, b) = bytes.split_at(at);
+                self.write_parts(step, &[a, b], timeout).await
+            }
+            (Fault::Duplicate { .. }, Some(bytes)) => {
+                self.write(step, &bytes, timeout).await?;
+                self.write(step, &bytes, timeout).await
+            }
+            (Fault::Raw { line }, _) => {
+                // A raw line may hold several lines; each is what the client will see as a frame.
+                let lines: Vec<&[u8]> = line.as_bytes().split(|&b| b == b'\n').collect();
+                self.write_recorded(step, &lines, &[line.as_bytes()], timeout)
+                    .await
+            }
+            (Fault::Invalid { .. }, Some(bytes)) => self.write(step, &bytes, timeout).await,
+            _ => Err(self.harness(step, "fault without a frame")),
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! `user` steps: each action's keys, and `choose` checked against the options a request offers.
+
+use super::{Ctx, R, list_ids, list_kinds};
+use crate::scenario::raw::RawStep;
+use crate::scenario::{Choice, OPTION_KINDS, UserStep};
+
+impl Ctx<'_> {
+    pub(super) fn user(&mut self, r: &RawStep, label: &str) -> R<UserStep> {
+        let u = r.user.as_ref().expect("present");
+        let action = u.get_ref().as_str();
+        let allowed: &[&str] = match action {
+            "new_session" => &["session", "cwd"],
+            "prompt" => &["session", "text"],
+            "choose" => &["request", "kind", "option", "each"],
+            "cancel" => &["session", "pending"],
+            other => {
+                return Err(self.err(
+                    u.span().start,
+                    format!("unknown user action {other:?} (actions: new_session, prompt, choose, cancel)"),
+                ));
+            }
+        };
+        for (key, at) in r.present() {
+            if !matches!(key, "user" | "timeout_ms") && !allowed.contains(&key) {
+                return Err(self.err(
+                    at,
+                    format!(
+                        "`{key}` does not belong in user = {action:?} (it takes: {})",
+                        allowed.join(", ")
+                    ),
+                ));
+            }
+        }
+        let session = match &r.session {
+            Some(s) => self.text(s)?,
+            None => "s1".to_owned(),
+        };
+        Ok(match action {
+            "new_session" => UserStep::NewSession {
+                session,
+                cwd: match &r.cwd {
+                    Some(c) => self.text(c)?,
+                    None => "${cwd}".to_owned(),
+                },
+            },
+            "prompt" => {
+                let Some(text) = &r.text else {
+                    return Err(self.err(u.span().start, "user = \"prompt\" needs `text = \"…\"`"));
+                };
+                UserStep::Prompt {
+                    session,
+                    text: self.text(text)?,
+                }
+            }
+            "cancel" => {
+                let pending = match &r.pending {
+                    Some(p) => {
+                        self.request(p, "pending")?;
+                        Some(p.get_ref().clone())
+                    }
+                    None => None,
+                };
+                UserStep::Cancel { session, pending }
+            }
+            _ => {
+                let Some(request) = &r.request else {
+                    return Err(self.err(
+                        u.span().start,
+                        "user = \"choose\" needs `request = \"<as name>\"`",
+                    ));
+                };
+                let options = self.request(request, "request")?;
+                let choice = match (&r.kind, &r.option, &r.each) {
+                    (Some(k), None, None) => {
+                        if !OPTION_KINDS.contains(&k.get_ref().as_str()) {
+                            return Err(self.err(
+                                k.span().start,
+                                format!(
+                                    "unknown option kind {:?} (kinds: {})",
+                                    k.get_ref(),
+                                    OPTION_KINDS.join(", ")
+                                ),
+                            ));
+                        }
+                        if let Some(options) = &options
+                            && !options.iter().any(|(_, kind)| kind == k.get_ref())
+                        {
+                            return Err(self.err(
+                                k.span().start,
+                                format!(
+                                    "request {:?} offers no option of kind {:?} (it offers: {})",
+                                    request.get_ref(),
+                                    k.get_ref(),
+                                    list_kinds(options)
+                                ),
+                            ));
+                        }
+                        Choice::Kind(k.get_ref().clone())
+                    }
+                    (None, Some(o), None) => {
+                        if let Some(options) = &options
+                            && !options.iter().any(|(id, _)| id == o.get_ref())
+                        {
+                            return Err(self.err(
+                                o.span().start,
+                                format!(
+                                    "request {:?} does not offer option {:?} (it offers: {})",
+                                    request.get_ref(),
+                                    o.get_ref(),
+                                    list_ids(options)
+                                ),
+                            ));
+                        }
+                        Choice::Option(o.get_ref().clone())
+                    }
+                    (None, None, Some(e)) => {
+                        crate::de::expect_true(self.src, e, "each")?;
+                        let at = e.span().start;
+                        if let Some((other, _)) = &self.each {
+                            return Err(self.err(
+                                at,
+                                format!("only one `each = true` per scenario (step {other} has one already)"),
+                            ));
+                        }
+                        let ids: Vec<String> = match &options {
+                            Some(o) if !o.is_empty() => {
+                                o.iter().map(|(id, _)| id.clone()).collect()
+                            }
+                            _ => {
+                                return Err(self.err(
+                                    at,
+                                    format!(
+                                        "`each = true` needs the options of request {:?} to be known before running: an array or \"${{profile.NAME}}\" in params.options",
+                                        request.get_ref()
+                                    ),
+                                ));
+                            }
+                        };
+                        self.each = Some((label.to_owned(), ids));
+                        Choice::Each
+                    }
+                    _ => {
+                        return Err(self.err(
+                            u.span().start,
+                            "user = \"choose\" needs exactly one of `kind`, `option`, `each = true`",
+                        ));
+                    }
+                };
+                UserStep::Choose {
+                    request: request.get_ref().clone(),
+                    choice,
+                }
+            }
+        })
+    }
+}
