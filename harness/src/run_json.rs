@@ -21,8 +21,8 @@ use crate::client_spec::ClientSpec;
 use crate::runner::{CaseResult, RunConfig};
 use acp_judge::checks::all_checks;
 use acp_judge::policy::{DecisionPolicy, DeclaredPolicy, PolicySource};
-use acp_vocab::control::Event;
 use acp_judge::record::RunEnd;
+use acp_vocab::control::Event;
 
 /// What run.json says about each case's scenario that the case record does not carry. Taken
 /// from the cases before they run.

@@ -21,7 +21,7 @@ pub const VERSION: i64 = 1;
 /// harness → adapter: what the user does. `seq` numbers commands so that an `error` event can
 /// say which one failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Command {
     /// Open a session in `cwd` through the client's normal code path; `session` is the
     /// harness's handle for it (the adapter answers `session_opened`).

@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use acp_vocab::note::Note;
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
@@ -138,9 +139,14 @@ impl<'a, C: Connector> Engine<'a, C> {
         let deadline = Instant::now() + timeout;
         let rec = self.rec;
         let progress = self.progress.clone();
+        let fault = self.faulting;
         let conn = self.connection(step, deadline, timeout).await?;
         for frame in frames {
-            rec.record(conn.id, Direction::AgentToClient, frame);
+            match fault {
+                // A frame broken on purpose says so itself: no check blames the client for it.
+                Some(kind) => rec.record_fault(conn.id, Direction::AgentToClient, frame, kind),
+                None => rec.record(conn.id, Direction::AgentToClient, frame),
+            };
         }
         let writer = &mut conn.writer;
         let written = guard(
@@ -192,17 +198,23 @@ pub(super) async fn read_loop(
                 }
             }
             Ok(Some(Frame::TooLong { len })) => {
-                rec.note(
-                    json!({"type": "frame_too_long", "conn": conn, "bytes": len, "max": max_frame}),
-                );
+                rec.note(&Note::FrameTooLong {
+                    conn: Some(conn),
+                    bytes: len,
+                    max: Some(max_frame),
+                    wire: None,
+                });
             }
             Ok(Some(Frame::Unterminated(bytes))) => {
                 let index = rec.record(conn, Direction::ClientToAgent, &bytes);
-                rec.note(json!({"type": "unterminated_frame", "conn": conn, "frame": index}));
+                rec.note(&Note::UnterminatedFrame { conn, frame: index });
             }
             Ok(None) => break,
             Err(e) => {
-                rec.note(json!({"type": "read_error", "conn": conn, "error": e.to_string()}));
+                rec.note(&Note::ReadError {
+                    conn,
+                    error: e.to_string(),
+                });
                 break;
             }
         }

@@ -21,6 +21,8 @@
 
 use std::collections::HashSet;
 
+use acp_vocab::control::{Observed, PresentedOption};
+use acp_vocab::note::Note;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
@@ -456,16 +458,14 @@ impl DataRules {
     }
 
     /// Events that never matched a request, as notes for the transcript.
-    pub fn unmatched(&mut self) -> Vec<Value> {
+    pub fn unmatched(&mut self) -> Vec<Note> {
         std::mem::take(&mut self.waiting)
             .into_iter()
-            .map(|d| {
-                json!({
-                    "type": "observer_unmatched",
-                    "event": Value::Object(d.event),
-                    "evidence": d.evidence,
-                    "reason": "no permission request (or no session/prompt) on the wire to match it to",
-                })
+            .map(|d| Note::ObserverUnmatched {
+                event: Value::Object(d.event),
+                evidence: d.evidence,
+                reason: "no permission request (or no session/prompt) on the wire to match it to"
+                    .into(),
             })
             .collect()
     }
@@ -555,7 +555,11 @@ impl DataRules {
                             .iter()
                             .filter_map(|c| {
                                 let id = c.selected(&request.options)?;
-                                Some(json!({"optionId": id, "label": c.input.trim()}))
+                                serde_json::to_value(PresentedOption {
+                                    option_id: id.to_owned(),
+                                    label: c.input.trim().to_owned(),
+                                })
+                                .ok()
                             })
                             .collect();
                         event.insert("options".into(), Value::Array(options));
@@ -581,9 +585,14 @@ impl DataRules {
                 }
             }
         }
+        let observed = Observed {
+            by: self.name.clone(),
+            from: draft.from.describe().to_owned(),
+            evidence: draft.evidence.clone(),
+        };
         event.insert(
             "observed".into(),
-            json!({"by": self.name, "from": draft.from.describe(), "evidence": draft.evidence}),
+            serde_json::to_value(observed).unwrap_or_default(),
         );
         Settled::Ready(Value::Object(event))
     }
@@ -818,7 +827,7 @@ mod tests {
         assert!(acpx.stdout_line(stray).is_empty());
         let notes = acpx.unmatched();
         assert_eq!(notes.len(), 1);
-        assert_eq!(notes[0]["type"], "observer_unmatched");
+        assert!(matches!(notes[0], Note::ObserverUnmatched { .. }));
     }
 
     #[test]
