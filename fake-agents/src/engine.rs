@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 
@@ -38,6 +38,7 @@ use crate::mailbox::Msg;
 use crate::scenario::{Case, Step};
 use crate::vars::Vars;
 use crate::wire;
+use acp_vocab::note::Note;
 use acp_vocab::transcript::Recorder;
 use user::{Queued, UserProgress, drive_user};
 
@@ -121,22 +122,15 @@ pub trait UserDriver: Send {
     ) -> impl Future<Output = Result<(), String>> + Send;
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EngineEnd {
-    /// Every step ran.
-    Completed,
-    /// The scenario stopped at top-level step `step` (1-based): a wait timed out, the client
-    /// closed the connection, a reply could not be sent, or a user action failed.
-    Incomplete { step: usize, reason: String },
-    /// A required client capability was not advertised.
-    NotApplicable { reason: String },
-    /// Our fault (a scenario that cannot be filled in, a transport error of the harness).
-    HarnessError { reason: String },
-}
+/// How a run ended: the shared vocabulary's run end. The engine ends a run `Completed`,
+/// `Incomplete` (at top-level step `step`, 1-based: a wait timed out, the client closed the
+/// connection, a reply could not be sent, or a user action failed), `NotApplicable` (a required
+/// client capability was not advertised) or `HarnessError` (a scenario that cannot be filled
+/// in, a transport error of the harness); the runner adds what only it sees.
+pub use acp_vocab::run_end::RunEnd;
 
 pub struct Outcome {
-    pub end: EngineEnd,
+    pub end: RunEnd,
     /// writers kept open until the caller has shut the client down
     pub keep_alive: Vec<Box<dyn AsyncWrite + Send + Unpin>>,
     /// reader tasks; they end at EOF
@@ -167,6 +161,7 @@ pub async fn run<C: Connector, U: UserDriver>(
         queue: queue_tx,
         progress: progress_rx,
         queued: 0,
+        faulting: None,
     };
     let result = {
         let steps = engine.run_all();
@@ -178,12 +173,12 @@ pub async fn run<C: Connector, U: UserDriver>(
         }
     };
     let end = match result {
-        Ok(()) => EngineEnd::Completed,
-        Err(Stop::Incomplete { step, reason }) => EngineEnd::Incomplete { step, reason },
+        Ok(()) => RunEnd::Completed,
+        Err(Stop::Incomplete { step, reason }) => RunEnd::Incomplete { step, reason },
         // `run_all` turns it into a normal end; kept total for the match.
-        Err(Stop::Ended) => EngineEnd::Completed,
-        Err(Stop::NotApplicable(reason)) => EngineEnd::NotApplicable { reason },
-        Err(Stop::Harness(reason)) => EngineEnd::HarnessError { reason },
+        Err(Stop::Ended) => RunEnd::Completed,
+        Err(Stop::NotApplicable(reason)) => RunEnd::NotApplicable { reason },
+        Err(Stop::Harness(reason)) => RunEnd::HarnessError { reason },
     };
     let (keep_alive, readers) = match engine.conn.take() {
         Some(link) => {
@@ -238,6 +233,8 @@ struct Engine<'a, C> {
     progress: watch::Receiver<UserProgress>,
     /// User actions queued so far.
     queued: usize,
+    /// While a `fault` step writes: its kind, recorded on every frame it writes.
+    faulting: Option<acp_vocab::note::FaultKind>,
 }
 
 type StepResult = Result<(), Stop>;
@@ -300,19 +297,20 @@ impl<'a, C: Connector> Engine<'a, C> {
             self.step_ref(step),
             timeout.as_millis()
         );
-        self.rec.note(json!({
-            "type": "step_timeout",
-            "step": step.top,
-            "label": step.label,
-            "reason": reason,
-        }));
+        self.rec.note(&Note::StepTimeout {
+            step: Some(step.top),
+            label: Some(step.label.clone()),
+            reason: Some(reason.clone()),
+            waiting_for: None,
+        });
         self.incomplete(step, reason)
     }
 
     fn closed(&self, step: &Step, what: &str) -> Stop {
         // Noted so that the grading can tell a run the client abandoned from one that timed out.
-        self.rec
-            .note(json!({"type": "connection_closed", "step": step.label}));
+        self.rec.note(&Note::ConnectionClosed {
+            step: step.label.clone(),
+        });
         self.incomplete(
             step,
             format!(

@@ -7,12 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::engine::AgentConn;
 use crate::mailbox::{Mailbox, Msg};
 use crate::wire::{self, Frame, FrameReader};
+use acp_vocab::note::Note;
+use acp_vocab::note::FaultKind;
 use acp_vocab::transcript::{Direction, Recorder};
 
 /// Pause between the parts of a frame written in pieces (a `split` fault), so a reader sees
@@ -56,9 +57,13 @@ impl AgentLink {
     }
 
     /// Records `frames` as sent to the client (every frame is recorded before it is written).
-    pub fn record_sent(&self, rec: &Recorder, frames: &[&[u8]]) {
+    /// A frame broken on purpose (`fault`) says so itself, so no check blames the client for it.
+    pub fn record_sent(&self, rec: &Recorder, frames: &[&[u8]], fault: Option<FaultKind>) {
         for frame in frames {
-            rec.record(self.id, Direction::AgentToClient, frame);
+            match fault {
+                Some(kind) => rec.record_fault(self.id, Direction::AgentToClient, frame, kind),
+                None => rec.record(self.id, Direction::AgentToClient, frame),
+            };
         }
     }
 
@@ -78,7 +83,7 @@ impl AgentLink {
 
     /// Records then writes whole frames, each on its own line, in one write.
     pub async fn send(&mut self, rec: &Recorder, frames: &[&[u8]]) -> std::io::Result<()> {
-        self.record_sent(rec, frames);
+        self.record_sent(rec, frames, None);
         let mut bytes = Vec::with_capacity(frames.iter().map(|f| f.len() + 1).sum());
         for (i, frame) in frames.iter().enumerate() {
             if i > 0 {
@@ -119,17 +124,23 @@ async fn read_loop(
                 }
             }
             Ok(Some(Frame::TooLong { len })) => {
-                rec.note(
-                    json!({"type": "frame_too_long", "conn": conn, "bytes": len, "max": max_frame}),
-                );
+                rec.note(&Note::FrameTooLong {
+                    conn: Some(conn),
+                    bytes: len,
+                    max: Some(max_frame),
+                    wire: None,
+                });
             }
             Ok(Some(Frame::Unterminated(bytes))) => {
                 let index = rec.record(conn, Direction::ClientToAgent, &bytes);
-                rec.note(json!({"type": "unterminated_frame", "conn": conn, "frame": index}));
+                rec.note(&Note::UnterminatedFrame { conn, frame: index });
             }
             Ok(None) => break,
             Err(e) => {
-                rec.note(json!({"type": "read_error", "conn": conn, "error": e.to_string()}));
+                rec.note(&Note::ReadError {
+                    conn,
+                    error: e.to_string(),
+                });
                 break;
             }
         }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::engine::{self, AgentConn, Connector, EngineConfig, EngineEnd, UserAction, UserDriver};
+use crate::engine::{self, AgentConn, Connector, EngineConfig, RunEnd, UserAction, UserDriver};
 use crate::scenario;
 use crate::wire::DEFAULT_MAX_FRAME;
 use acp_vocab::transcript::Recorder;
@@ -177,20 +177,27 @@ pub async fn run(opts: Options) -> i32 {
         }
     };
     let code = match &outcome.end {
-        EngineEnd::Completed => {
+        RunEnd::Completed => {
             say("scenario complete; staying connected until the client closes stdin");
             0
         }
-        EngineEnd::Incomplete { reason, .. } => {
+        RunEnd::Incomplete { reason, .. } => {
             say(&format!("incomplete: {reason}"));
             1
         }
-        EngineEnd::NotApplicable { reason } => {
+        RunEnd::NotApplicable { reason } => {
             say(&format!("not applicable: {reason}"));
             1
         }
-        EngineEnd::HarnessError { reason } => {
+        RunEnd::HarnessError { reason } => {
             say(&format!("scenario error: {reason}"));
+            1
+        }
+        // Only the runner ends a run so; the engine never does.
+        RunEnd::Timeout { reason, .. }
+        | RunEnd::Crash { reason, .. }
+        | RunEnd::AdapterError { reason } => {
+            say(&format!("ended: {reason}"));
             1
         }
     };

@@ -158,11 +158,13 @@ async fn standalone_plays_a_shipped_scenario() {
         .filter(|e| e.direction == Direction::AgentToClient)
         .count();
     assert_eq!((c2a, a2c), (5, 8));
-    assert!(
-        entries
-            .iter()
-            .any(|e| e.control_type() == Some("branch") && e.json.as_ref().unwrap()["case"] == 1)
-    );
+    assert!(entries.iter().any(|e| matches!(
+        e.note(),
+        Some(acp_vocab::note::Note::Branch {
+            case: Some(acp_vocab::note::BranchCase::Case(1)),
+            ..
+        })
+    )));
 }
 
 #[tokio::test]

@@ -240,10 +240,9 @@ impl ClientSpec {
 
     /// The `declared_policy` note the harness writes at the start of a case's transcript, so a
     /// transcript alone says what its client promised (`None` without a profile `[policy]`).
-    pub fn declared_policy_note(&self) -> Option<serde_json::Value> {
-        let mut note = serde_json::to_value(self.declared_policy()?).ok()?;
-        note["type"] = "declared_policy".into();
-        Some(note)
+    pub fn declared_policy_note(&self) -> Option<acp_vocab::note::Note> {
+        self.declared_policy()
+            .map(acp_vocab::note::Note::DeclaredPolicy)
     }
 
     /// The argv to execute, with placeholders filled (`{agent_argv}` and `{policy}` splice

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver};
 use acp_fake_agents::wire::{Frame, FrameReader};
-use acp_vocab::transcript::{Direction, Recorder};
-use serde_json::{Value, json};
+use acp_vocab::control::{ApprovalResolved, ClientInfo, Command, Event, Hello, ResolvedBy};
+use acp_vocab::note::Note;
+use acp_vocab::transcript::Recorder;
+use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Notify;
@@ -40,12 +42,13 @@ pub fn validate_control(message: &Value) -> Result<(), String> {
 /// What the adapter has told us so far.
 #[derive(Debug, Default)]
 struct State {
-    hello: Option<Value>,
+    hello: Option<Hello>,
     /// The adapter broke the protocol; nothing it says afterwards is trusted.
     protocol_error: Option<String>,
     sessions: Vec<(String, String)>,
+    /// Request ids of the approval cards shown.
     approvals: Vec<Value>,
-    resolved: Vec<Value>,
+    resolved: Vec<ApprovalResolved>,
     errors: Vec<(Option<u64>, String)>,
     /// `prompt` commands sent, and `turn` events that ended a turn: the client has settled when
     /// every prompt's turn has ended.
@@ -135,20 +138,17 @@ impl ControlPlane {
                 Some(violation) => HandshakeError::Unsupported(violation),
                 None => HandshakeError::NoHello(reason),
             })?;
-        let version = hello.get("version").and_then(Value::as_i64).unwrap_or(-1);
-        if version != 1 {
+        if hello.version != acp_vocab::control::VERSION {
             return Err(HandshakeError::Unsupported(format!(
-                "unsupported control protocol version {version} (this harness speaks version 1)"
+                "unsupported control protocol version {} (this harness speaks version 1)",
+                hello.version
             )));
         }
-        Ok(hello["supports"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(hello
+            .supports
+            .iter()
+            .map(|c| c.as_str().to_owned())
+            .collect())
     }
 
     /// Waits until the adapter has reported session `handle` open; returns its ACP session id.
@@ -169,9 +169,9 @@ impl ControlPlane {
     }
 
     /// The adapter's `hello.client`, if it said hello.
-    pub fn client_info(&self) -> Option<Value> {
+    pub fn client_info(&self) -> Option<ClientInfo> {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.hello.as_ref().map(|h| h["client"].clone())
+        state.hello.as_ref().map(|h| h.client.clone())
     }
 
     /// True once the adapter's stdout has reached EOF.
@@ -186,21 +186,24 @@ impl ControlPlane {
         state.protocol_error.clone()
     }
 
-    async fn send(&mut self, mut command: Value) -> Result<u64, String> {
+    /// Numbers `command` (its `seq` is overwritten), records and writes it.
+    async fn send(&mut self, command: Command) -> Result<u64, String> {
         self.seq += 1;
         let seq = self.seq;
-        command["seq"] = json!(seq);
-        if let Err(e) = validate_control(&command) {
+        let command = command.with_seq(seq);
+        // The types cannot hold everything the schema refuses: a request id the agent sent as
+        // an object or a float is not a control `requestId`.
+        let json = serde_json::to_value(&command).map_err(|e| e.to_string())?;
+        if let Err(e) = validate_control(&json) {
             // Our own bug: say so rather than sending nonsense.
             return Err(format!("harness built an invalid control command: {e}"));
         }
-        if command["type"] == "prompt" {
+        if matches!(command, Command::Prompt { .. }) {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             state.prompts_sent += 1;
         }
-        let line = command.to_string();
-        self.rec
-            .record(0, Direction::HarnessToAdapter, line.as_bytes());
+        let line = command.to_line();
+        self.rec.command(&command);
         if self.write_cut {
             // An earlier command was cut off mid-line; anything written now would be garbage.
             self.stdin = None;
@@ -245,7 +248,7 @@ impl ControlPlane {
     pub async fn shutdown(&mut self) {
         // Closing stdin follows anyway: a client that does not read gets no more than a moment.
         self.write_limit = Duration::from_millis(200);
-        let _ = self.send(json!({"type":"shutdown"})).await;
+        let _ = self.send(Command::Shutdown { seq: 0 }).await;
         self.stdin = None;
     }
 
@@ -262,12 +265,8 @@ impl ControlPlane {
             .map(|(_, id)| id.clone())
     }
 
-    fn approval_for(state: &State, request_id: &Value) -> Option<Value> {
-        state
-            .approvals
-            .iter()
-            .find(|a| &a["requestId"] == request_id)
-            .cloned()
+    fn approval_shown(state: &State, request_id: &Value) -> bool {
+        state.approvals.iter().any(|a| a == request_id)
     }
 
     /// The client resolved the request by its own policy without showing a card.
@@ -275,7 +274,7 @@ impl ControlPlane {
         state
             .resolved
             .iter()
-            .any(|r| &r["requestId"] == request_id && r["by"] == "policy")
+            .any(|r| &r.request_id == request_id && r.by == Some(ResolvedBy::Policy))
     }
 
     fn error_for(state: &State, seq: u64) -> Option<String> {
@@ -302,14 +301,22 @@ impl UserDriver for ControlPlane {
         self.write_limit = timeout / 2;
         match action {
             UserAction::NewSession { session, cwd } => {
-                self.send(json!({"type":"new_session","session":session,"cwd":cwd}))
-                    .await?;
+                self.send(Command::NewSession {
+                    seq: 0,
+                    session,
+                    cwd,
+                })
+                .await?;
                 Ok(())
             }
             UserAction::Prompt { session, text } => {
                 self.session_opened(&session, timeout).await?;
-                self.send(json!({"type":"prompt","session":session,"text":text}))
-                    .await?;
+                self.send(Command::Prompt {
+                    seq: 0,
+                    session,
+                    text,
+                })
+                .await?;
                 Ok(())
             }
             UserAction::Choose {
@@ -320,8 +327,8 @@ impl UserDriver for ControlPlane {
                 let what = format!("approval for request {request_id}");
                 let shown = self
                     .wait_for(timeout, &what, |s| {
-                        Self::approval_for(s, &request_id)
-                            .map(|_| true)
+                        Self::approval_shown(s, &request_id)
+                            .then_some(true)
                             .or_else(|| Self::decided_by_client(s, &request_id).then_some(false))
                     })
                     .await?;
@@ -337,7 +344,11 @@ impl UserDriver for ControlPlane {
                     return Ok(());
                 }
                 let seq = self
-                    .send(json!({"type":"choose","requestId":request_id,"optionId":option_id}))
+                    .send(Command::Choose {
+                        seq: 0,
+                        request_id: request_id.clone(),
+                        option_id: option_id.clone(),
+                    })
                     .await?;
                 let what = format!("approval_resolved for request {request_id}");
                 let rid = request_id.clone();
@@ -348,7 +359,7 @@ impl UserDriver for ControlPlane {
                         }
                         s.resolved
                             .iter()
-                            .any(|r| r["requestId"] == rid)
+                            .any(|r| r.request_id == rid)
                             .then_some(Ok(()))
                     })
                     .await?;
@@ -364,8 +375,8 @@ impl UserDriver for ControlPlane {
                     let what = format!("approval for request {request_id}");
                     let shown = self
                         .wait_for(timeout, &what, |s| {
-                            Self::approval_for(s, &request_id)
-                                .map(|_| true)
+                            Self::approval_shown(s, &request_id)
+                                .then_some(true)
                                 .or_else(|| {
                                     Self::decided_by_client(s, &request_id).then_some(false)
                                 })
@@ -374,16 +385,14 @@ impl UserDriver for ControlPlane {
                     if !shown {
                         // As for a choose: the approval the user meant to Stop on was answered
                         // by the client itself and never pending (the fuzz driver does the same).
-                        self.rec.note(json!({
-                            "type": "user_cancel_skipped",
-                            "requestId": request_id,
-                            "reason": "the client answered this request by itself (approval_resolved by policy) and showed no card",
-                        }));
+                        self.rec.note(&Note::UserCancelSkipped {
+                            request_id: request_id.clone(),
+                            reason: "the client answered this request by itself (approval_resolved by policy) and showed no card".into(),
+                        });
                         return Ok(());
                     }
                 }
-                self.send(json!({"type":"cancel","session":session}))
-                    .await?;
+                self.send(Command::Cancel { seq: 0, session }).await?;
                 Ok(())
             }
         }
@@ -403,7 +412,11 @@ async fn read_events(
         let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
         match frame {
             Ok(Some(Frame::Line(bytes) | Frame::Unterminated(bytes))) => {
-                let index = rec.record(0, Direction::AdapterToHarness, &bytes);
+                let index = rec.record(
+                    0,
+                    acp_vocab::transcript::Direction::AdapterToHarness,
+                    &bytes,
+                );
                 if st.protocol_error.is_none() {
                     match serde_json::from_slice::<Value>(&bytes) {
                         Err(e) => {
@@ -417,13 +430,21 @@ async fn read_events(
                                     "adapter sent an invalid control message (#{index}): {e}"
                                 ))
                             }
-                            Ok(()) => apply_event(&mut st, event, index),
+                            Ok(()) => match serde_json::from_value::<Event>(event) {
+                                Ok(event) => apply_event(&mut st, event, index),
+                                // Valid against the schema yet no event: a command sent back.
+                                Err(e) => {
+                                    st.protocol_error = Some(format!(
+                                        "adapter sent a control message that is not an event (#{index}): {e}"
+                                    ))
+                                }
+                            },
                         },
                     }
                 }
             }
             Ok(Some(Frame::TooLong { len: too_long })) => {
-                rec.note(json!({"type":"control_line_too_long","bytes":too_long}));
+                rec.note(&Note::ControlLineTooLong { bytes: too_long });
                 st.protocol_error.get_or_insert_with(|| {
                     format!(
                         "adapter sent a control line of {too_long} bytes (limit {MAX_CONTROL_LINE})"
@@ -441,39 +462,35 @@ async fn read_events(
     }
 }
 
-fn apply_event(st: &mut State, event: Value, index: usize) {
-    match event["type"].as_str().unwrap_or_default() {
-        "hello" if st.hello.is_none() => st.hello = Some(event),
-        "hello" => {
+fn apply_event(st: &mut State, event: Event, index: usize) {
+    match event {
+        Event::Hello(hello) if st.hello.is_none() => st.hello = Some(hello),
+        Event::Hello(_) => {
             st.protocol_error = Some(format!("adapter said hello twice (#{index})"));
         }
-        _ if st.hello.is_none() => {
+        other if st.hello.is_none() => {
             st.protocol_error = Some(format!(
-                "adapter sent {} before hello (#{index})",
-                event["type"]
+                "adapter sent \"{}\" before hello (#{index})",
+                other.type_name()
             ));
         }
-        "session_opened" => {
-            let handle = event["session"].as_str().unwrap_or_default().to_owned();
-            let id = event["sessionId"].as_str().unwrap_or_default().to_owned();
-            st.sessions.push((handle, id));
-        }
-        "approval" => st.approvals.push(event),
-        "approval_resolved" => st.resolved.push(event),
-        "error" => {
-            let seq = event["seq"].as_u64();
-            let msg = event["message"].as_str().unwrap_or_default().to_owned();
-            st.errors.push((seq, msg));
-        }
-        "turn" if event["state"] != "running" => st.turns_ended += 1,
-        // item and other turn events are only recorded: the checks read them from the transcript.
-        _ => {}
+        Event::SessionOpened {
+            session,
+            session_id,
+        } => st.sessions.push((session, session_id)),
+        Event::Approval(a) => st.approvals.push(a.request_id),
+        Event::ApprovalResolved(r) => st.resolved.push(r),
+        Event::Error { seq, message } => st.errors.push((seq, message)),
+        Event::Turn(t) if t.state.is_end() => st.turns_ended += 1,
+        // item and running turns are only recorded: the checks read them from the transcript.
+        Event::Item(_) | Event::Turn(_) => {}
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn schema_accepts_the_documented_example_messages() {

@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use acp_judge::checks::{Grade, grade_case};
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 use acp_judge::rules;
+use acp_vocab::control::{Command, Event};
 use acp_vocab::transcript::{Direction, Entry};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -173,18 +174,13 @@ fn case_record(path: &Path, transcript: Vec<Entry>) -> Result<(CaseRecord, Vec<S
             )
         }
     };
-    let hello = transcript
-        .iter()
-        .find(|e| e.direction == Direction::AdapterToHarness && e.control_type() == Some("hello"));
+    let hello = transcript.iter().find_map(|e| match e.event() {
+        Some(Event::Hello(hello)) => Some(hello),
+        _ => None,
+    });
     let control_supports = hello
-        .and_then(|e| e.json.as_ref())
-        .and_then(|j| j.get("supports"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        })
+        .as_ref()
+        .map(|h| h.supports.iter().map(|c| c.as_str().to_owned()).collect())
         .unwrap_or_default();
     let workspace = workspace(&transcript, &mut unknown);
     let outside = workspace
@@ -226,13 +222,10 @@ fn workspace(transcript: &[Entry], unknown: &mut Vec<String>) -> PathBuf {
             .and_then(Value::as_str)
             .map(PathBuf::from)
     };
-    if let Some(dir) = transcript
-        .iter()
-        .filter(|e| {
-            e.direction == Direction::HarnessToAdapter && e.control_type() == Some("new_session")
-        })
-        .find_map(|e| cwd(e, "/cwd"))
-    {
+    if let Some(dir) = transcript.iter().find_map(|e| match e.command() {
+        Some(Command::NewSession { cwd, .. }) => Some(PathBuf::from(cwd)),
+        _ => None,
+    }) {
         return dir;
     }
     match transcript

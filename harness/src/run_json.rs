@@ -22,6 +22,7 @@ use crate::runner::{CaseResult, RunConfig};
 use acp_judge::checks::all_checks;
 use acp_judge::policy::{DecisionPolicy, DeclaredPolicy, PolicySource};
 use acp_judge::record::RunEnd;
+use acp_vocab::control::Event;
 
 /// What run.json says about each case's scenario that the case record does not carry. Taken
 /// from the cases before they run.
@@ -122,10 +123,12 @@ pub fn declared_policy(client: &ClientSpec, results: &[CaseResult]) -> Option<Va
     let hello = results
         .iter()
         .flat_map(|r| &r.record.transcript)
-        .find(|e| {
-            e.direction == Direction::AdapterToHarness && e.control_type() == Some("hello")
+        .filter(|e| e.direction == Direction::AdapterToHarness)
+        .find_map(|e| match e.event() {
+            Some(Event::Hello(hello)) => Some(hello),
+            _ => None,
         })?;
-    let policy = DecisionPolicy::from_hello(hello.json.as_ref()?.get("policy")?).ok()?;
+    let policy = DecisionPolicy::from_hello_policy(hello.policy.as_ref()?).ok()?;
     serde_json::to_value(DeclaredPolicy {
         source: PolicySource::Hello,
         name: None,
@@ -138,11 +141,12 @@ pub fn declared_policy(client: &ClientSpec, results: &[CaseResult]) -> Option<Va
 /// first `initialize` request.
 pub fn reported_client(results: &[CaseResult]) -> Option<Value> {
     let entries = || results.iter().flat_map(|r| &r.record.transcript);
-    let hello = entries().find_map(|e| {
-        (e.direction == Direction::AdapterToHarness && e.control_type() == Some("hello"))
-            .then(|| e.json.as_ref()?.get("client").cloned())
-            .flatten()
-    });
+    let hello = entries()
+        .filter(|e| e.direction == Direction::AdapterToHarness)
+        .find_map(|e| match e.event() {
+            Some(Event::Hello(hello)) => serde_json::to_value(hello.client).ok(),
+            _ => None,
+        });
     hello.or_else(|| {
         entries().find_map(|e| {
             (e.direction == Direction::ClientToAgent && e.method() == Some("initialize"))
@@ -367,7 +371,9 @@ mod tests {
         case.c2a(serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize"}));
         case.rec.record(1, Direction::AgentToClient, b"not json");
         case.rec.record(1, Direction::AgentToClient, &[0xff]);
-        case.rec.note(serde_json::json!({"type":"client_exited"}));
+        case.rec.note(&acp_vocab::note::Note::ClientExited {
+            status: String::new(),
+        });
         let mut results = vec![CaseResult {
             record: case.record(),
             trials: Vec::new(),

@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use acp_fake_agents::engine::{self, EngineConfig, EngineEnd};
+use acp_fake_agents::engine::{self, EngineConfig};
 use acp_fake_agents::scenario::Case;
+use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Recorder};
 use anyhow::{Context, Result};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::client_spec::{ClientSpec, ControlMode, Expansion};
 use crate::control::{ControlPlane, HandshakeError};
@@ -248,10 +249,13 @@ async fn run_case_inner(
             return Ok(record);
         }
     };
-    rec.note(json!({"type":"client_started","argv":argv,"pid":launched.pgid}));
+    rec.note(&Note::ClientStarted {
+        argv: argv.clone(),
+        pid: launched.pgid,
+    });
     if let Some(note) = client.declared_policy_note() {
         // The transcript says what the client promised, so it can be judged on its own.
-        rec.note(note);
+        rec.note(&note);
     }
 
     let deadline = tokio::time::Instant::now() + cfg.case_timeout;
@@ -277,7 +281,7 @@ async fn run_case_inner(
                         Ok(outcome) => {
                             keep_alive = outcome.keep_alive;
                             readers = outcome.readers;
-                            match (plane.protocol_error(), engine_end(outcome.end)) {
+                            match (plane.protocol_error(), outcome.end) {
                                 (Some(reason), _) => RunEnd::AdapterError { reason },
                                 // Say why nothing more could happen.
                                 (None, RunEnd::Incomplete { step, reason })
@@ -340,7 +344,7 @@ async fn run_case_inner(
                 Ok(outcome) => {
                     keep_alive = outcome.keep_alive;
                     readers = outcome.readers;
-                    engine_end(outcome.end)
+                    outcome.end
                 }
                 Err(_) => case_timeout(cfg),
             }
@@ -350,10 +354,9 @@ async fn run_case_inner(
     if matches!(end, RunEnd::Incomplete { .. } | RunEnd::Timeout { .. }) {
         // When the run stopped waiting, and how long a step may wait: `jsonrpc` judges the
         // requests that had waited that long by then as never answered.
-        rec.note(json!({
-            "type": "run_stopped",
-            "step_timeout_ms": cfg.step_timeout.as_millis() as u64,
-        }));
+        rec.note(&Note::RunStopped {
+            step_timeout_ms: cfg.step_timeout.as_millis() as u64,
+        });
     }
     // A client that died on its own before the scenario ended crashed; one killed by a signal
     // crashed whenever it happened.
@@ -375,10 +378,9 @@ async fn run_case_inner(
     if let Some(plane) = control.as_mut() {
         if record.end == RunEnd::Completed && !plane.settle(cfg.step_timeout).await {
             // `turn-end` cites this: the client did not show every turn ended in time.
-            rec.note(json!({
-                "type": "settle_timeout",
-                "waited_ms": cfg.step_timeout.as_millis() as u64,
-            }));
+            rec.note(&Note::SettleTimeout {
+                waited_ms: cfg.step_timeout.as_millis() as u64,
+            });
         }
         plane.shutdown().await;
     }
@@ -403,7 +405,9 @@ async fn run_case_inner(
             };
         }
     }
-    rec.note(json!({"type":"client_exited","status":exit.describe()}));
+    rec.note(&Note::ClientExited {
+        status: exit.describe(),
+    });
     drop(keep_alive);
     if let Some(plane) = control.as_mut() {
         plane.drain(Duration::from_millis(500)).await;
@@ -445,15 +449,6 @@ fn crash(exit: &ExitInfo, end: &RunEnd) -> RunEnd {
             "the client exited before the scenario ended: {}{during}",
             exit.describe()
         ),
-    }
-}
-
-fn engine_end(end: EngineEnd) -> RunEnd {
-    match end {
-        EngineEnd::Completed => RunEnd::Completed,
-        EngineEnd::Incomplete { step, reason } => RunEnd::Incomplete { step, reason },
-        EngineEnd::NotApplicable { reason } => RunEnd::NotApplicable { reason },
-        EngineEnd::HarnessError { reason } => RunEnd::HarnessError { reason },
     }
 }
 

@@ -14,10 +14,11 @@ use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver};
 use acp_fake_agents::scenario::{Case, StepKind, UserStep};
+use acp_vocab::note::Note;
 use acp_vocab::transcript::Recorder;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 
@@ -143,11 +144,10 @@ impl UserDriver for WireOnlyUser {
                     .find(|(h, _)| *h == session)
                     .map(|(_, id)| id.clone())
                     .unwrap_or_default();
-                self.rec.note(json!({
-                    "type": "user_cancel",
-                    "sessionId": session_id,
-                    "by": self.spec.wire.cancel.describe(),
-                }));
+                self.rec.note(&Note::UserCancel {
+                    session_id,
+                    by: Some(self.spec.wire.cancel.describe()),
+                });
                 self.observer.user(UserAct::Cancelled);
                 self.cancel(timeout).await
             }
@@ -158,12 +158,11 @@ impl UserDriver for WireOnlyUser {
 /// The harness did not click for this request: the client answers it by itself (the
 /// `auto-approval` check judges that answer).
 pub(crate) fn note_choose_skipped(rec: &Recorder, request_id: &Value, option_id: &str, why: &str) {
-    rec.note(json!({
-        "type": "user_choose_skipped",
-        "requestId": request_id,
-        "optionId": option_id,
-        "reason": why,
-    }));
+    rec.note(&Note::UserChooseSkipped {
+        request_id: request_id.clone(),
+        option_id: option_id.to_owned(),
+        reason: why.to_owned(),
+    });
 }
 
 impl WireOnlyUser {
@@ -216,12 +215,11 @@ impl WireOnlyUser {
             ));
         };
         self.observer.wait_shown(request_id, timeout).await?;
-        self.rec.note(json!({
-            "type": "user_choose",
-            "requestId": request_id,
-            "optionId": option_id,
-            "input": input,
-        }));
+        self.rec.note(&Note::UserChoose {
+            request_id: request_id.clone(),
+            option_id: option_id.to_owned(),
+            input: input.clone(),
+        });
         self.observer.user(UserAct::Chose);
         self.type_keys(input.as_bytes()).await
     }
@@ -285,11 +283,10 @@ impl WireOnlyUser {
                 ));
             }
         };
-        self.rec.note(json!({
-            "type": "cancel_command_exited",
-            "argv": self.cancel_argv,
-            "status": status.to_string(),
-        }));
+        self.rec.note(&Note::CancelCommandExited {
+            argv: self.cancel_argv.clone(),
+            status: status.to_string(),
+        });
         Ok(())
     }
 }

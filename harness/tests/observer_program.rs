@@ -109,7 +109,7 @@ fn a_failing_observer_is_an_adapter_error_and_the_wire_is_still_graded() {
         .record
         .transcript
         .iter()
-        .any(|e| e.control_type() == Some("observer_error"));
+        .any(|e| matches!(e.note(), Some(acp_vocab::note::Note::ObserverError { .. })));
     assert!(noted, "no observer_error note");
 
     let r = run_with_observer(&["sh", "-c", "echo not json; cat >/dev/null"]);

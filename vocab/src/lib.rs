@@ -3,6 +3,15 @@
 //!
 //! * [`transcript`] — one recorded frame ([`transcript::Entry`]) and the append-only
 //!   [`transcript::Recorder`] that numbers them.
+//! * [`note`] — the harness's own notes between the frames ([`note::Note`]).
+//! * [`control`] — the control plane's [`control::Command`]s and [`control::Event`]s
+//!   (harness/CONTROL.md).
+//! * [`policy`] — what a client declares it approves by itself.
+//! * [`run_end`] — how a case's run ended ([`run_end::RunEnd`]).
 //!
 //! The crate has no I/O and no policy: it says what the words are, not what to do with them.
+pub mod control;
+pub mod note;
+pub mod policy;
+pub mod run_end;
 pub mod transcript;

@@ -1,5 +1,5 @@
 //! The transcript: every frame of a case, in order, with direction, connection and a monotonic
-//! timestamp. It is the single source of truth for checks and reports (DESIGN §3).
+//! timestamp. It is the single source of truth for checks and reports (docs/architecture.md §3).
 //!
 //! Frames are recorded as raw bytes first and parsed second, so a frame that is not JSON (or not
 //! UTF-8) is still recorded verbatim and can be blamed precisely.
@@ -9,6 +9,9 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::control::{Command, Event};
+use crate::note::{FaultKind, Note};
 
 /// Who sent a frame to whom.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -76,6 +79,10 @@ pub struct Entry {
     /// Set when the raw bytes were not valid UTF-8 (rule #1).
     #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub invalid_utf8: bool,
+    /// Set on a frame the harness broke on purpose (a scenario's `fault` step): a check must
+    /// not blame the client for it, nor call it the harness's schema bug. Left out when none.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub fault: Option<FaultKind>,
 }
 
 impl Entry {
@@ -84,9 +91,57 @@ impl Entry {
         self.json.as_ref()?.get("method")?.as_str()
     }
 
-    /// `type` of a control-plane message or note.
-    pub fn control_type(&self) -> Option<&str> {
-        self.json.as_ref()?.get("type")?.as_str()
+    /// The harness note this entry holds (`None` for frames, and for a note this vocabulary
+    /// cannot read).
+    pub fn note(&self) -> Option<Note> {
+        if self.direction != Direction::Note {
+            return None;
+        }
+        Note::deserialize(self.json.as_ref()?).ok()
+    }
+
+    /// The control-plane event this entry holds: an adapter's (`c2h`) or an observer's (`o2h`).
+    /// `None` for other directions and for a line that is not a valid event.
+    pub fn event(&self) -> Option<Event> {
+        if !matches!(
+            self.direction,
+            Direction::AdapterToHarness | Direction::ObserverToHarness
+        ) {
+            return None;
+        }
+        Event::deserialize(self.json.as_ref()?).ok()
+    }
+
+    /// The control-plane command this entry holds (`h2c`), if it is a valid one.
+    pub fn command(&self) -> Option<Command> {
+        if self.direction != Direction::HarnessToAdapter {
+            return None;
+        }
+        Command::deserialize(self.json.as_ref()?).ok()
+    }
+}
+
+/// What [`Recorder::note`] takes: a [`Note`]. (Hand-built JSON is accepted only while callers
+/// move to the type; it is recorded as given.)
+pub trait IntoNote {
+    fn into_note_json(self) -> Value;
+}
+
+impl IntoNote for &Note {
+    fn into_note_json(self) -> Value {
+        self.to_json()
+    }
+}
+
+impl IntoNote for Note {
+    fn into_note_json(self) -> Value {
+        self.to_json()
+    }
+}
+
+impl IntoNote for Value {
+    fn into_note_json(self) -> Value {
+        self
     }
 }
 
@@ -136,10 +191,28 @@ impl Recorder {
         self.push(conn, direction, raw, json, invalid_utf8)
     }
 
-    /// Records a harness note (a JSON object with at least a `type`).
-    pub fn note(&self, note: Value) -> usize {
+    /// Records a frame the harness altered on purpose (fault injection), marked with its fault.
+    pub fn record_fault(
+        &self,
+        conn: u32,
+        direction: Direction,
+        raw: &[u8],
+        fault: FaultKind,
+    ) -> usize {
+        let (raw, json, invalid_utf8) = decode_frame(raw);
+        self.push_entry(conn, direction, raw, json, invalid_utf8, Some(fault))
+    }
+
+    /// Records a harness note.
+    pub fn note(&self, note: impl IntoNote) -> usize {
+        let note = note.into_note_json();
         let raw = note.to_string();
         self.push(0, Direction::Note, raw, Some(note), false)
+    }
+
+    /// Records a control-plane command as the harness writes it.
+    pub fn command(&self, command: &Command) -> usize {
+        self.record(0, Direction::HarnessToAdapter, command.to_line().as_bytes())
     }
 
     fn push(
@@ -149,6 +222,18 @@ impl Recorder {
         raw: String,
         json: Option<Value>,
         invalid_utf8: bool,
+    ) -> usize {
+        self.push_entry(conn, direction, raw, json, invalid_utf8, None)
+    }
+
+    fn push_entry(
+        &self,
+        conn: u32,
+        direction: Direction,
+        raw: String,
+        json: Option<Value>,
+        invalid_utf8: bool,
+        fault: Option<FaultKind>,
     ) -> usize {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let index = inner.taken + inner.entries.len();
@@ -161,6 +246,7 @@ impl Recorder {
             raw,
             json,
             invalid_utf8,
+            fault,
         });
         index
     }
@@ -253,7 +339,8 @@ mod tests {
     fn jsonl_round_trips() {
         let rec = Recorder::new();
         rec.record(2, Direction::AgentToClient, br#"{"id":1,"result":null}"#);
-        rec.note(serde_json::json!({"type":"step_timeout"}));
+        rec.note(&Note::SettleTimeout { waited_ms: 5 });
+        rec.record_fault(1, Direction::AgentToClient, b"{}", FaultKind::Duplicate);
         let mut buf = Vec::new();
         rec.write_jsonl(&mut buf).unwrap();
         let back: Vec<Entry> = String::from_utf8(buf)
@@ -262,5 +349,37 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(back, rec.snapshot());
+        assert_eq!(back[1].note(), Some(Note::SettleTimeout { waited_ms: 5 }));
+        assert_eq!(back[2].fault, Some(FaultKind::Duplicate));
+        assert!(!back[0].raw.contains("fault") && !lines_of(&back[0]).contains("fault"));
+    }
+
+    fn lines_of(entry: &Entry) -> String {
+        serde_json::to_string(entry).unwrap()
+    }
+
+    #[test]
+    fn typed_accessors_read_only_their_own_direction() {
+        let rec = Recorder::new();
+        let line = br#"{"type":"turn","sessionId":"s","state":"completed"}"#;
+        rec.record(0, Direction::AdapterToHarness, line);
+        rec.record(0, Direction::ClientToAgent, line);
+        rec.command(&Command::Shutdown { seq: 4 });
+        rec.record(
+            0,
+            Direction::AdapterToHarness,
+            br#"{"type":"turn","sessionId":"s","state":"exploded"}"#,
+        );
+        let entries = rec.snapshot();
+        assert!(matches!(entries[0].event(), Some(Event::Turn(_))));
+        assert_eq!(entries[1].event(), None);
+        assert_eq!(entries[2].command(), Some(Command::Shutdown { seq: 4 }));
+        assert_eq!(entries[2].raw, r#"{"type":"shutdown","seq":4}"#);
+        assert_eq!(
+            entries[3].event(),
+            None,
+            "an unknown turn state is not an event"
+        );
+        assert_eq!(entries[0].note(), None);
     }
 }

@@ -7,18 +7,22 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
+use acp_vocab::control::{ClientInfo, CommandType, Event, Hello};
+
 use crate::Mode;
 
-/// The control protocol v1 hello, as a well-behaved adapter says it.
-pub fn hello(version: u32) -> String {
-    serde_json::json!({
-        "type": "hello",
-        "protocol": "acp-harness-control",
-        "version": version,
-        "client": {"name": "acp-chaos-client", "version": env!("CARGO_PKG_VERSION")},
-        "supports": ["new_session", "prompt", "choose", "cancel"]
-    })
-    .to_string()
+/// The control protocol hello, as a well-behaved adapter says it (`version` 1; a broken
+/// adapter says another).
+pub fn hello(version: i64) -> Event {
+    let mut hello = Hello::new(
+        ClientInfo {
+            name: "acp-chaos-client".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        CommandType::ALL.to_vec(),
+    );
+    hello.version = version;
+    Event::Hello(hello)
 }
 
 fn say(line: &str) {
@@ -61,12 +65,12 @@ pub fn run(mode: Mode) -> ExitCode {
             ExitCode::SUCCESS
         }
         Mode::BadControlVersion => {
-            say(&hello(2));
+            say(&hello(2).to_line());
             drain_stdin();
             ExitCode::SUCCESS
         }
         Mode::CloseStdout => {
-            say(&hello(1));
+            say(&hello(1).to_line());
             // Close fd 1 for real (not just our handle on it) and stay alive.
             // SAFETY: nothing else in this process uses fd 1 after this point.
             drop(unsafe { std::fs::File::from_raw_fd(1) });

@@ -14,6 +14,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Sender};
 
+use acp_vocab::control::{
+    Approval, ApprovalResolved, Command as ControlCommand, Event, Outcome, PresentedOption,
+    ResolvedBy, Subject, Turn, TurnState,
+};
 use serde_json::{Value, json};
 
 use crate::Mode;
@@ -55,9 +59,19 @@ struct Mini {
     approvals: Vec<(Value, String)>,
 }
 
-fn emit(event: Value) {
+fn emit(event: Event) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{event}").and_then(|()| out.flush());
+    let _ = writeln!(out, "{}", event.to_line()).and_then(|()| out.flush());
+}
+
+fn turn(session_id: &str, state: TurnState) -> Event {
+    Event::Turn(Turn {
+        session_id: session_id.to_owned(),
+        state,
+        stop_reason: None,
+        message: None,
+        observed: None,
+    })
 }
 
 fn log(message: &str) {
@@ -65,7 +79,7 @@ fn log(message: &str) {
 }
 
 pub fn run(mode: Mode) -> ExitCode {
-    emit(serde_json::from_str(&hello(1)).unwrap_or(Value::Null));
+    emit(hello(1));
     let (tx, rx) = mpsc::channel();
     spawn_control_reader(tx.clone(), mode == Mode::StopReadingStdin);
     let mut mini = Mini {
@@ -142,44 +156,41 @@ impl Mini {
     }
 
     fn error(&self, seq: Option<u64>, message: &str) {
-        let mut event = json!({"type": "error", "message": message});
-        if let Some(seq) = seq {
-            event["seq"] = json!(seq);
-        }
-        emit(event);
+        emit(Event::Error {
+            seq,
+            message: message.to_owned(),
+        });
     }
 
     /// One control command; false to shut down.
     fn on_control(&mut self, line: &str) -> bool {
-        let Ok(command) = serde_json::from_str::<Value>(line) else {
+        let Ok(json) = serde_json::from_str::<Value>(line) else {
             self.error(None, "a command line is not JSON");
             return true;
         };
-        let seq = command.get("seq").and_then(Value::as_u64);
-        let text = |key: &str| {
-            command
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
+        let seq = json.get("seq").and_then(Value::as_u64);
+        let Ok(command) = serde_json::from_value::<ControlCommand>(json) else {
+            self.error(seq, "unknown command");
+            return true;
         };
-        match text("type").as_str() {
-            "new_session" => self.new_session(seq, text("session"), text("cwd")),
-            "prompt" => match self.session_id(&text("session")) {
-                Some(session_id) => self.prompt(session_id, text("text")),
+        let seq = Some(command.seq());
+        match command {
+            ControlCommand::NewSession { session, cwd, .. } => self.new_session(seq, session, cwd),
+            ControlCommand::Prompt { session, text, .. } => match self.session_id(&session) {
+                Some(session_id) => self.prompt(session_id, text),
                 None => self.error(seq, "no such session"),
             },
-            "choose" => {
-                let request_id = command.get("requestId").cloned().unwrap_or(Value::Null);
-                self.choose(seq, request_id, &text("optionId"));
-            }
-            "cancel" => {
-                if let Some(session_id) = self.session_id(&text("session")) {
+            ControlCommand::Choose {
+                request_id,
+                option_id,
+                ..
+            } => self.choose(seq, request_id, &option_id),
+            ControlCommand::Cancel { session, .. } => {
+                if let Some(session_id) = self.session_id(&session) {
                     self.cancel(&session_id);
                 }
             }
-            "shutdown" => return false,
-            _ => self.error(seq, "unknown command"),
+            ControlCommand::Shutdown { .. } => return false,
         }
         true
     }
@@ -298,7 +309,7 @@ impl Mini {
     }
 
     fn prompt(&mut self, session_id: String, text: String) {
-        emit(json!({"type": "turn", "sessionId": session_id, "state": "running"}));
+        emit(turn(&session_id, TurnState::Running));
         self.request(
             "session/prompt",
             json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
@@ -325,10 +336,14 @@ impl Mini {
             self.send(&answer);
         }
         self.send(&answer);
-        emit(
-            json!({"type": "approval_resolved", "sessionId": session_id, "requestId": request_id,
-                    "outcome": "selected", "optionId": option_id, "by": "user"}),
-        );
+        emit(Event::ApprovalResolved(ApprovalResolved {
+            session_id,
+            request_id,
+            outcome: Outcome::Selected,
+            option_id: Some(option_id.to_owned()),
+            by: Some(ResolvedBy::User),
+            observed: None,
+        }));
     }
 
     fn cancel(&mut self, session_id: &str) {
@@ -341,10 +356,14 @@ impl Mini {
         for (request_id, sid) in mine {
             self.send(&json!({"jsonrpc": "2.0", "id": request_id,
                               "result": {"outcome": {"outcome": "cancelled"}}}));
-            emit(
-                json!({"type": "approval_resolved", "sessionId": sid, "requestId": request_id,
-                        "outcome": "cancelled", "by": "cancel"}),
-            );
+            emit(Event::ApprovalResolved(ApprovalResolved {
+                session_id: sid,
+                request_id,
+                outcome: Outcome::Cancelled,
+                option_id: None,
+                by: Some(ResolvedBy::Cancel),
+                observed: None,
+            }));
         }
     }
 
@@ -399,21 +418,34 @@ impl Mini {
         }
         let params = params.cloned().unwrap_or(Value::Null);
         let session_id = params["sessionId"].as_str().unwrap_or_default().to_owned();
-        let buttons: Vec<Value> = params["options"]
+        let buttons: Vec<PresentedOption> = params["options"]
             .as_array()
             .into_iter()
             .flatten()
             .filter_map(|o| {
                 let option_id = o.get("optionId")?.as_str()?;
                 let label = o.get("name").and_then(Value::as_str).unwrap_or(option_id);
-                Some(json!({"optionId": option_id, "label": label}))
+                Some(PresentedOption {
+                    option_id: option_id.to_owned(),
+                    label: label.to_owned(),
+                })
             })
             .collect();
-        emit(
-            json!({"type": "approval", "sessionId": session_id, "requestId": id,
-                    "toolCallId": params["toolCall"]["toolCallId"], "subject": "command",
-                    "options": buttons}),
-        );
+        emit(Event::Approval(Approval {
+            session_id: session_id.clone(),
+            request_id: id.clone(),
+            // A request without a toolCallId breaks the schema's `toolCallId` (a string): the
+            // harness is then told "" as the row, as this client always showed it.
+            tool_call_id: Some(
+                params["toolCall"]["toolCallId"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            ),
+            subject: Subject::Command,
+            options: Some(buttons),
+            observed: None,
+        }));
         self.approvals.push((id, session_id));
     }
 
@@ -439,19 +471,22 @@ impl Mini {
                     return;
                 };
                 self.sessions.push((handle.clone(), session_id.to_owned()));
-                emit(json!({"type": "session_opened", "session": handle, "sessionId": session_id}));
+                emit(Event::SessionOpened {
+                    session: handle,
+                    session_id: session_id.to_owned(),
+                });
             }
             Purpose::Prompt { session_id } => {
                 let stop = result
                     .and_then(|r| r.get("stopReason"))
                     .and_then(Value::as_str);
                 let state = match stop {
-                    Some("cancelled") => "cancelled",
-                    Some("refusal") => "refused",
-                    Some(_) => "completed",
-                    None => "failed",
+                    Some("cancelled") => TurnState::Cancelled,
+                    Some("refusal") => TurnState::Refused,
+                    Some(_) => TurnState::Completed,
+                    None => TurnState::Failed,
                 };
-                emit(json!({"type": "turn", "sessionId": session_id, "state": state}));
+                emit(turn(&session_id, state));
             }
         }
     }

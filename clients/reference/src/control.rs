@@ -6,167 +6,32 @@
 
 use std::io::{BufRead, Write};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
 use crate::client::Client;
 use crate::decide::Policy;
-use crate::subject::Subject;
 
-pub const PROTOCOL: &str = "acp-harness-control";
-pub const VERSION: u32 = 1;
-pub const SUPPORTS: [&str; 4] = ["new_session", "prompt", "choose", "cancel"];
+use acp_vocab::control::{ClientInfo, CommandType, Hello};
+pub use acp_vocab::control::{Command, Event};
 
-/// Harness → adapter.
-#[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Command {
-    NewSession {
-        seq: u64,
-        session: String,
-        cwd: String,
-    },
-    Prompt {
-        seq: u64,
-        session: String,
-        text: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    Choose {
-        seq: u64,
-        request_id: Value,
-        option_id: String,
-    },
-    Cancel {
-        seq: u64,
-        session: String,
-    },
-    Shutdown {
-        seq: u64,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ClientInfo {
-    pub name: String,
-    pub version: String,
-}
-
-/// One button of an approval card.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Button {
-    pub option_id: String,
-    pub label: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Selected,
-    Cancelled,
-}
-
-/// Who answered an approval.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum By {
-    User,
-    Cancel,
-    /// The client decided by itself: its policy, or a grant the user gave with allow_always.
-    Policy,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TurnState {
-    Running,
-    Completed,
-    Cancelled,
-    Failed,
-    Refused,
-}
-
-/// Adapter → harness: a change of the client's model.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Event {
-    Hello {
-        protocol: &'static str,
-        version: u32,
-        client: ClientInfo,
-        supports: Vec<&'static str>,
-        /// What the client approves by itself (absent: nothing).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        policy: Option<Policy>,
-    },
-    #[serde(rename_all = "camelCase")]
-    SessionOpened { session: String, session_id: String },
-    #[serde(rename_all = "camelCase")]
-    Item {
-        session_id: String,
-        tool_call_id: String,
-        item_type: Subject,
-        status: String,
-        title: String,
-    },
-    #[serde(rename_all = "camelCase")]
-    Approval {
-        session_id: String,
-        request_id: Value,
-        tool_call_id: String,
-        subject: Subject,
-        options: Vec<Button>,
-    },
-    #[serde(rename_all = "camelCase")]
-    ApprovalResolved {
-        session_id: String,
-        request_id: Value,
-        outcome: Outcome,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        option_id: Option<String>,
-        by: By,
-    },
-    #[serde(rename_all = "camelCase")]
-    Turn {
-        session_id: String,
-        state: TurnState,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        stop_reason: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        message: Option<String>,
-    },
-    Error {
-        #[serde(skip_serializing_if = "Option::is_none")]
-        seq: Option<u64>,
-        message: String,
-    },
-}
-
+/// The `hello` this client prints first: who it is, every command, and its auto-approval policy.
 pub fn hello(name: &str, version: &str, policy: Option<&Policy>) -> Event {
-    Event::Hello {
-        protocol: PROTOCOL,
-        version: VERSION,
-        client: ClientInfo {
+    let mut hello = Hello::new(
+        ClientInfo {
             name: name.into(),
             version: version.into(),
         },
-        supports: SUPPORTS.to_vec(),
-        policy: policy.cloned(),
-    }
+        CommandType::ALL.to_vec(),
+    );
+    hello.policy = policy.map(Policy::to_hello);
+    Event::Hello(hello)
 }
 
 /// Print one event as a JSON line and flush it.
 pub fn emit(event: &Event) {
-    let line = match serde_json::to_string(event) {
-        Ok(line) => line,
-        Err(e) => {
-            log!("cannot serialize event {event:?}: {e}");
-            return;
-        }
-    };
+    let line = event.to_line();
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = writeln!(stdout, "{line}").and_then(|()| stdout.flush()) {
         log!("cannot write an event to stdout: {e}");
@@ -292,70 +157,27 @@ mod tests {
         jsonschema::validator_for(&schema).expect("schema compiles")
     }
 
+    /// The events are the shared vocabulary's (its own test covers every shape); what is this
+    /// client's own is the hello, with and without a policy.
     #[test]
-    fn every_event_shape_validates() {
+    fn the_hello_validates_with_and_without_a_policy() {
         let v = validator();
-        let events = [
-            hello("acp-reference-client", "0.1.0", None),
-            hello(
-                "acp-reference-client",
-                "0.1.0",
-                Policy::parse("read-only").ok().as_ref(),
-            ),
-            Event::SessionOpened {
-                session: "s1".into(),
-                session_id: "ses".into(),
-            },
-            Event::Item {
-                session_id: "ses".into(),
-                tool_call_id: "c".into(),
-                item_type: Subject::ModeSwitch,
-                status: "pending".into(),
-                title: "t".into(),
-            },
-            Event::Approval {
-                session_id: "ses".into(),
-                request_id: Value::Null,
-                tool_call_id: "c".into(),
-                subject: Subject::FileChange,
-                options: vec![Button {
-                    option_id: "o".into(),
-                    label: "O".into(),
-                }],
-            },
-            Event::ApprovalResolved {
-                session_id: "ses".into(),
-                request_id: json!("r"),
-                outcome: Outcome::Cancelled,
-                option_id: None,
-                by: By::Cancel,
-            },
-            Event::ApprovalResolved {
-                session_id: "ses".into(),
-                request_id: json!(3),
-                outcome: Outcome::Selected,
-                option_id: Some("o".into()),
-                by: By::User,
-            },
-            Event::Turn {
-                session_id: "ses".into(),
-                state: TurnState::Failed,
-                stop_reason: None,
-                message: Some("m".into()),
-            },
-            Event::Error {
-                seq: None,
-                message: "m".into(),
-            },
-            Event::Error {
-                seq: Some(4),
-                message: "m".into(),
-            },
-        ];
-        for event in events {
-            let json = serde_json::to_value(&event).expect("serializes");
+        for policy in [
+            None,
+            Policy::parse("read-only").ok(),
+            Policy::parse("approve-all").ok(),
+        ] {
+            let json =
+                serde_json::to_value(hello("acp-reference-client", "0.1.0", policy.as_ref()))
+                    .expect("serializes");
             assert!(v.is_valid(&json), "{json}");
         }
+        let json = serde_json::to_value(hello("c", "1", Policy::parse("read-only").ok().as_ref()))
+            .unwrap();
+        assert_eq!(
+            json["policy"],
+            json!({"approves":["read","search"],"scope":"workspace","allowAlways":false})
+        );
     }
 
     #[test]

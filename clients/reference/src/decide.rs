@@ -42,6 +42,21 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The `policy` object of `hello`, in the shared vocabulary.
+    pub fn to_hello(&self) -> acp_vocab::control::HelloPolicy {
+        let kinds = acp_vocab::policy::ToolKind::ALL;
+        acp_vocab::control::HelloPolicy {
+            approves: Some(
+                self.approves
+                    .iter()
+                    .filter_map(|a| kinds.into_iter().find(|k| k.as_str() == a))
+                    .collect(),
+            ),
+            scope: acp_vocab::policy::Scope::parse(self.scope),
+            allow_always: Some(self.allow_always),
+        }
+    }
+
     /// A preset name (`read-only`, `workspace-write`, `approve-all`) or a JSON object
     /// `{"approves":[…],"scope":…,"allowAlways":…}`.
     pub fn parse(text: &str) -> Result<Policy, String> {

@@ -2,22 +2,10 @@
 //! used for BOTH the timeline item type and the approval subject, so the two always agree
 //! (the lesson of get-bb/bb#1719: "the timeline and the permission mapping must agree").
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 
-/// What a timeline item / approval card is about (control protocol `Subject`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Subject {
-    Command,
-    FileChange,
-    Read,
-    Search,
-    Fetch,
-    Think,
-    ModeSwitch,
-    Generic,
-}
+/// What a timeline item / approval card is about: the control protocol's `Subject`.
+pub use acp_vocab::control::Subject;
 
 /// The ACP `ToolKind`s that say what a call does. `other`, an unknown word or a non-string is
 /// not specific: it never overrides a specific kind (see `timeline.rs`).

@@ -116,8 +116,9 @@ impl<'a, C: Connector> Engine<'a, C> {
         let deadline = Instant::now() + timeout;
         let rec = self.rec;
         let progress = self.progress.clone();
+        let fault = self.faulting;
         let conn = self.connection(step, deadline, timeout).await?;
-        conn.record_sent(rec, frames);
+        conn.record_sent(rec, frames, fault);
         let written = guard(
             progress,
             tokio::time::timeout_at(deadline, conn.write_parts(parts)),

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use acp_vocab::note::{BranchCase, Note};
 use serde_json::{Value, json};
 
 use super::conn::to_bytes;
@@ -118,12 +119,13 @@ impl<'a, C: Connector> Engine<'a, C> {
             match self.take_within(step, timeout, &what, fits).await? {
                 Some(found) => found,
                 None => {
-                    self.rec.note(json!({
-                        "type": "branch",
-                        "step": step.label,
-                        "answer": format!("no {what} within {} ms", timeout.as_millis()),
-                        "case": "on_timeout",
-                    }));
+                    self.rec.note(&Note::Branch {
+                        step: step.label.clone(),
+                        request: None,
+                        answer: format!("no {what} within {} ms", timeout.as_millis()),
+                        frame: None,
+                        case: Some(BranchCase::Named("on_timeout".into())),
+                    });
                     return Ok(false);
                 }
             }
@@ -160,8 +162,9 @@ impl<'a, C: Connector> Engine<'a, C> {
                 let reason = format!(
                     "the client does not advertise clientCapabilities.{path} in initialize (the scenario requires it)"
                 );
-                self.rec
-                    .note(json!({"type": "not_applicable", "reason": reason}));
+                self.rec.note(&Note::NotApplicable {
+                    reason: reason.clone(),
+                });
                 return Err(Stop::NotApplicable(reason));
             }
         }
@@ -245,14 +248,13 @@ impl<'a, C: Connector> Engine<'a, C> {
         };
         let answer = Answer::of(&msg.json, sent.options.as_ref());
         let chosen = cases.iter().position(|c| answer.fits(&c.when));
-        self.rec.note(json!({
-            "type": "branch",
-            "step": step.label,
-            "request": alias,
-            "answer": answer.describe(),
-            "frame": msg.index,
-            "case": chosen.map(|k| k + 1),
-        }));
+        self.rec.note(&Note::Branch {
+            step: step.label.clone(),
+            request: Some(alias.to_string()),
+            answer: answer.describe(),
+            frame: Some(msg.index),
+            case: chosen.map(|k| BranchCase::Case(k + 1)),
+        });
         match chosen {
             Some(k) => self.run_steps(&cases[k].then).await,
             None => Ok(()),
@@ -302,8 +304,24 @@ impl<'a, C: Connector> Engine<'a, C> {
             Fault::Raw { .. } => None,
         };
         // The note comes first so no check blames the client (or calls it our schema bug).
-        self.rec
-            .note(json!({"type": "fault", "kind": fault.kind(), "step": step.label}));
+        self.rec.note(&Note::Fault {
+            kind: fault.kind(),
+            step: Some(step.label.clone()),
+            conn: None,
+        });
+        self.faulting = Some(fault.kind());
+        let written = self.write_fault(step, fault, frame, timeout).await;
+        self.faulting = None;
+        written
+    }
+
+    async fn write_fault(
+        &mut self,
+        step: &Step,
+        fault: &Fault,
+        frame: Option<Vec<u8>>,
+        timeout: Duration,
+    ) -> StepResult {
         match (fault, frame) {
             (Fault::Split { at, .. }, Some(bytes)) => {
                 let at = at.unwrap_or(bytes.len() / 2);

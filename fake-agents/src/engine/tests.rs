@@ -191,7 +191,7 @@ fn start(body: &str, opts: Opts) -> Run {
 fn notes(rec: &Recorder, kind: &str) -> Vec<Entry> {
     rec.snapshot()
         .into_iter()
-        .filter(|e| e.direction == Direction::Note && e.control_type() == Some(kind))
+        .filter(|e| e.note().is_some_and(|n| n.type_name() == kind))
         .collect()
 }
 
@@ -309,7 +309,7 @@ async fn full_permission_flow_and_transcript() {
     assert_eq!(run.client.recv().await["params"]["b"], "selected");
     assert_eq!(run.client.recv().await["method"], "end");
     let (out, _client, rec) = run.outcome().await;
-    assert_eq!(out.end, EngineEnd::Completed);
+    assert_eq!(out.end, RunEnd::Completed);
     assert_eq!(out.keep_alive.len(), 1);
 
     let entries = rec.snapshot();
@@ -348,7 +348,7 @@ async fn branch_for(answer: &str) -> (String, Recorder) {
         .await;
     let b = run.client.recv().await;
     let (out, _client, rec) = run.outcome().await;
-    assert_eq!(out.end, EngineEnd::Completed, "answer {answer}");
+    assert_eq!(out.end, RunEnd::Completed, "answer {answer}");
     (b["params"]["b"].as_str().unwrap_or("").to_owned(), rec)
 }
 
@@ -434,7 +434,7 @@ then = [{ send = '{"jsonrpc":"2.0","method":"order","params":{"first":"${first}"
         "captured numbers stay numbers"
     );
     let (out, _, _) = run.outcome().await;
-    assert_eq!(out.end, EngineEnd::Completed);
+    assert_eq!(out.end, RunEnd::Completed);
 }
 
 #[tokio::test]
@@ -451,7 +451,7 @@ timeout_ms = 50
     run.handshake().await;
     let (out, _client, rec) = run.outcome().await;
     match &out.end {
-        EngineEnd::Incomplete { step, reason } => {
+        RunEnd::Incomplete { step, reason } => {
             assert_eq!(*step, 2);
             assert_eq!(
                 reason,
@@ -481,7 +481,7 @@ timeout_ms = 3600000
     // `outcome` gives up after TEST_WAIT, far less than the step's hour.
     let (out, _, _) = run.outcome().await;
     match &out.end {
-        EngineEnd::Incomplete { step, reason } => {
+        RunEnd::Incomplete { step, reason } => {
             assert_eq!(*step, 2);
             assert!(
                 reason.starts_with("client closed the agent connection at step 2 (t.toml:12)"),
@@ -508,7 +508,7 @@ async fn a_client_that_never_starts_the_agent_is_incomplete() {
     );
     let (out, _, _) = run.outcome().await;
     match &out.end {
-        EngineEnd::Incomplete { step: 1, reason } => {
+        RunEnd::Incomplete { step: 1, reason } => {
             assert!(reason.contains("did not start the agent"), "{reason}")
         }
         other => panic!("{other:?}"),
@@ -548,7 +548,7 @@ async fn missing_required_capability_is_not_applicable() {
         .unwrap();
     assert_eq!(
         out.end,
-        EngineEnd::NotApplicable {
+        RunEnd::NotApplicable {
             reason: "the client does not advertise clientCapabilities.terminal in initialize (the scenario requires it)".into()
         }
     );
@@ -576,7 +576,7 @@ async fn bad_lines_are_recorded_and_never_matched() {
         r#"{"jsonrpc":"2.0","id":"p\u0041","result":{}}"#
     );
     let (out, _, rec) = run.outcome().await;
-    assert_eq!(out.end, EngineEnd::Completed);
+    assert_eq!(out.end, RunEnd::Completed);
     let entries = rec.snapshot();
     assert_eq!(entries[0].raw, "garbage {");
     assert!(entries[0].json.is_none());
@@ -595,7 +595,7 @@ async fn a_failing_user_action_makes_the_run_incomplete() {
     // user = "new_session" is step 1 and fails; the handshake that waits is interrupted.
     let (out, _, _) = run.outcome().await;
     match &out.end {
-        EngineEnd::Incomplete { step: 1, reason } => assert_eq!(
+        RunEnd::Incomplete { step: 1, reason } => assert_eq!(
             reason,
             "step 1 (t.toml:11): the adapter has no approval card for request 0"
         ),
@@ -663,7 +663,7 @@ reply = '{"stopReason":"end_turn"}'
         .await;
     let (out, _, rec) = run.outcome().await;
     match &out.end {
-        EngineEnd::Incomplete { step: 8, reason } => {
+        RunEnd::Incomplete { step: 8, reason } => {
             assert!(reason.contains("as a notification"), "{reason}")
         }
         other => panic!("{other:?}"),
@@ -720,7 +720,7 @@ async fn each_case_chooses_its_option() {
     }
     assert_eq!(chosen.as_deref(), Some("cancel"));
     let (out, _, _) = run.outcome().await;
-    assert_eq!(out.end, EngineEnd::Completed);
+    assert_eq!(out.end, RunEnd::Completed);
 }
 
 #[tokio::test]
@@ -731,7 +731,7 @@ async fn readers_keep_recording_after_the_run_until_eof() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(engine.end, EngineEnd::Completed);
+    assert_eq!(engine.end, RunEnd::Completed);
     run.client
         .send(r#"{"jsonrpc":"2.0","method":"late"}"#)
         .await;
@@ -788,7 +788,7 @@ async fn on_timeout_runs_when_the_message_never_comes() {
     // The scenario ends after the on_timeout steps: the last step (which assumes the cancel
     // arrived) is not played.
     let (out, _client, rec) = run.outcome().await;
-    assert_eq!(out.end, EngineEnd::Completed);
+    assert_eq!(out.end, RunEnd::Completed);
     assert!(
         !rec.snapshot()
             .iter()
@@ -814,6 +814,6 @@ async fn on_timeout_is_skipped_when_the_message_comes() {
     // The prompt is never answered by the on_timeout steps: the next frame is the last step's.
     assert_eq!(run.client.recv().await["method"], "end");
     let (out, _client, rec) = run.outcome().await;
-    assert_eq!(out.end, EngineEnd::Completed);
+    assert_eq!(out.end, RunEnd::Completed);
     assert!(notes(&rec, "branch").is_empty());
 }

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use acp_vocab::note::FaultKind;
 use serde_json::Value;
 
 use crate::profile::{Profile, Profiles};
@@ -195,12 +196,12 @@ pub enum Fault {
 
 impl Fault {
     /// The name used in the scenario and in the transcript note.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> FaultKind {
         match self {
-            Fault::Split { .. } => "split",
-            Fault::Duplicate { .. } => "duplicate",
-            Fault::Raw { .. } => "raw",
-            Fault::Invalid { .. } => "invalid",
+            Fault::Split { .. } => FaultKind::Split,
+            Fault::Duplicate { .. } => FaultKind::Duplicate,
+            Fault::Raw { .. } => FaultKind::Raw,
+            Fault::Invalid { .. } => FaultKind::Invalid,
         }
     }
 }

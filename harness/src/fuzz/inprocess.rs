@@ -87,6 +87,7 @@ impl Log {
             raw: String::new(),
             json: Some(json),
             invalid_utf8: false,
+            fault: None,
         });
         index
     }

@@ -159,7 +159,7 @@ impl Live {
             )));
         };
         if let Some(note) = cfg.client.declared_policy_note() {
-            rec.note(note);
+            rec.note(&note);
         }
         let plane = ControlPlane::new(stdin, stdout, rec.clone());
         let mut live = Live {

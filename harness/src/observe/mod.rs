@@ -27,6 +27,8 @@ mod wire;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_vocab::control::{Event, Observed};
+use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Recorder};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
@@ -152,7 +154,12 @@ impl Shared {
             Ok(mut event) => {
                 if let Some(obj) = event.as_object_mut() {
                     obj.entry("observed").or_insert_with(|| {
-                        json!({"by": self.name, "from": "observer.command", "evidence": "printed by the observer"})
+                        serde_json::to_value(Observed {
+                            by: self.name.clone(),
+                            from: "observer.command".into(),
+                            evidence: "printed by the observer".into(),
+                        })
+                        .unwrap_or_default()
                     });
                 }
                 self.event(event);
@@ -178,18 +185,26 @@ impl Shared {
                 "the observer reported an invalid event {event}: {e}"
             ));
         }
-        self.rec.record(
-            0,
-            Direction::ObserverToHarness,
-            event.to_string().as_bytes(),
-        );
-        let key = event.get("requestId").map(id_key);
-        match (kind, key) {
-            ("approval", Some(key)) => self.cards.send_modify(|c| {
-                c.shown.push(key.clone());
-                c.open.push(key);
-            }),
-            ("approval_resolved", Some(key)) => {
+        let typed = match serde_json::from_value::<Event>(event.clone()) {
+            Ok(typed) => typed,
+            Err(e) => {
+                return self.fail(format!(
+                    "the observer reported an event the harness cannot read {event}: {e}"
+                ));
+            }
+        };
+        self.rec
+            .record(0, Direction::ObserverToHarness, typed.to_line().as_bytes());
+        match typed {
+            Event::Approval(a) => {
+                let key = id_key(&a.request_id);
+                self.cards.send_modify(|c| {
+                    c.shown.push(key.clone());
+                    c.open.push(key);
+                })
+            }
+            Event::ApprovalResolved(r) => {
+                let key = id_key(&r.request_id);
                 self.cards.send_modify(|c| c.open.retain(|k| *k != key))
             }
             _ => {}
@@ -197,8 +212,9 @@ impl Shared {
     }
 
     fn fail(&self, reason: String) {
-        self.rec
-            .note(json!({"type": "observer_error", "reason": reason}));
+        self.rec.note(&Note::ObserverError {
+            reason: reason.clone(),
+        });
         let mut error = self.error.lock().unwrap_or_else(|e| e.into_inner());
         error.get_or_insert(reason);
     }
@@ -322,10 +338,11 @@ impl Observer {
             None => None,
             Some(o) => match &o.command {
                 Some(argv) => {
-                    rec.note(json!({
-                        "type": "observer", "name": name, "reports": o.reports,
-                        "from": format!("observer.command {argv:?}"),
-                    }));
+                    rec.note(&Note::Observer {
+                        name: name.clone(),
+                        reports: o.reports.clone(),
+                        from: format!("observer.command {argv:?}"),
+                    });
                     let weak = Arc::downgrade(&shared);
                     let started = program::Program::start(argv, cwd, move |line| {
                         if let Some(shared) = weak.upgrade() {
@@ -344,10 +361,11 @@ impl Observer {
                     Ok(compiled) => {
                         let rules =
                             rules::DataRules::new(name.clone(), compiled, spec.wire.choose.clone());
-                        rec.note(json!({
-                            "type": "observer", "name": name, "reports": rules.reports(),
-                            "from": rules.sources(),
-                        }));
+                        rec.note(&Note::Observer {
+                            name: name.clone(),
+                            reports: rules.reports().into_iter().map(str::to_owned).collect(),
+                            from: rules.sources(),
+                        });
                         Some(Backend::Rules(rules))
                     }
                     // Checked when the profile was read; a profile built in code may still be wrong.
@@ -400,7 +418,7 @@ impl Observer {
                     self.shared.event(event);
                 }
                 for note in r.unmatched() {
-                    self.shared.rec.note(note);
+                    self.shared.rec.note(&note);
                 }
             }
             Some(Backend::Program(p)) => {
@@ -488,140 +506,4 @@ async fn read_terminal(mut terminal: mpsc::UnboundedReceiver<Vec<u8>>, shared: A
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use acp_judge::checks::testkit::{Case, SID, opts3};
-    use acp_judge::checks::{Grade, Trial, grade_case};
-
-    fn observed(by: &str, from: &str, evidence: &str) -> Value {
-        json!({"by": by, "from": from, "evidence": evidence})
-    }
-
-    fn observe(c: &Case, v: Value) -> usize {
-        c.rec
-            .record(0, Direction::ObserverToHarness, v.to_string().as_bytes())
-    }
-
-    fn observer_note(c: &Case, reports: &[&str]) {
-        c.note(json!({"type":"observer","name":"acpx","reports":reports,"from":"test"}));
-    }
-
-    fn trial<'a>(trials: &'a [Trial], check: &str) -> &'a Trial {
-        trials.iter().find(|t| t.check == check).unwrap()
-    }
-
-    /// A wire-only run: execute tool call, request without kind, answered reject by policy.
-    fn run(c: &Case) {
-        c.handshake();
-        c.prompt();
-        c.update(
-            json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"cat x","kind":"execute"}),
-        );
-        c.permission(json!(0), json!({"toolCallId":"c","title":"cat x"}), opts3());
-    }
-
-    #[test]
-    fn observed_approvals_are_graded_like_an_adapters() {
-        let c = Case::wire_only();
-        observer_note(&c, &["approval", "approval_resolved", "turn"]);
-        run(&c);
-        let seen = observe(
-            &c,
-            json!({"type":"approval","sessionId":SID,"requestId":0,"toolCallId":"c","subject":"read",
-                   "observed":observed("acpx","stdout","toolKind read")}),
-        );
-        c.select(json!(0), "reject");
-        c.prompt_result("end_turn");
-        let trials = grade_case(&c.record());
-        let t = trial(&trials, "subject-kind");
-        assert_eq!(t.grade, Grade::Fail, "{}", t.message);
-        assert!(
-            t.message.contains("shows subject \"read\""),
-            "{}",
-            t.message
-        );
-        assert!(
-            t.message.contains(&format!("#{seen} observer → harness")),
-            "{}",
-            t.message
-        );
-        // An observed card without buttons is not held to the offered set.
-        assert_eq!(trial(&trials, "offered-options").grade, Grade::Pass);
-        let t = trial(&trials, "stable-item-type");
-        assert_eq!(t.grade, Grade::NotApplicable);
-        assert!(
-            t.message.contains("observer does not report \"item\""),
-            "{}",
-            t.message
-        );
-    }
-
-    #[test]
-    fn an_observer_that_saw_no_card_makes_subject_kind_not_applicable() {
-        let c = Case::wire_only();
-        observer_note(&c, &["approval", "approval_resolved", "turn"]);
-        run(&c);
-        c.select(json!(0), "reject");
-        c.prompt_result("end_turn");
-        let trials = grade_case(&c.record());
-        let t = trial(&trials, "subject-kind");
-        assert_eq!(t.grade, Grade::NotApplicable, "{}", t.message);
-        assert!(
-            t.message
-                .starts_with("the observer reported no approval for request #"),
-            "{}",
-            t.message
-        );
-    }
-
-    #[test]
-    fn without_an_observer_control_checks_stay_not_applicable() {
-        let c = Case::wire_only();
-        run(&c);
-        c.select(json!(0), "reject");
-        c.prompt_result("end_turn");
-        let trials = grade_case(&c.record());
-        let t = trial(&trials, "subject-kind");
-        assert_eq!(t.grade, Grade::NotApplicable);
-        assert_eq!(t.message, "client has no control-plane adapter");
-    }
-
-    #[test]
-    fn observed_buttons_and_turn_end_are_checked() {
-        let c = Case::wire_only();
-        observer_note(&c, &["approval", "approval_resolved", "turn"]);
-        run(&c);
-        observe(
-            &c,
-            json!({"type":"approval","sessionId":SID,"requestId":0,"toolCallId":"c","subject":"command",
-                   "options":[{"optionId":"once","label":"y"},{"optionId":"reject","label":"n"}],
-                   "observed":observed("acpx","terminal","[permission] Allow cat x [execute]? (y/N)")}),
-        );
-        c.note(json!({"type":"user_cancel","sessionId":SID,"by":"SIGINT"}));
-        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
-        c.cancelled(json!(0));
-        c.prompt_result("cancelled");
-        observe(
-            &c,
-            json!({"type":"turn","sessionId":SID,"state":"failed","message":"acpx exited with code 5",
-                   "observed":observed("acpx","exit status","exit code 5")}),
-        );
-        let trials = grade_case(&c.record());
-        let t = trial(&trials, "offered-options");
-        assert_eq!(t.grade, Grade::Fail);
-        assert!(
-            t.message
-                .contains("does not present offered option(s) \"always\""),
-            "{}",
-            t.message
-        );
-        let t = trial(&trials, "cancel-stop");
-        assert_eq!(t.grade, Grade::Fail);
-        assert!(
-            t.message.contains("shows the turn as \"failed\""),
-            "{}",
-            t.message
-        );
-        assert_eq!(trial(&trials, "subject-kind").grade, Grade::Pass);
-    }
-}
+mod tests;

@@ -36,9 +36,11 @@ use serde_json::Value;
 use super::{Check, Finding, Problems};
 use crate::policy::{DecisionPolicy, DeclaredPolicy, PolicySource, Scope};
 use crate::record::CaseRecord;
+use crate::wire_model::note_of;
 use crate::wire_model::{
     Control, PermissionAnswer, PermissionRequest, WireModel, id_key, is_specific_kind,
 };
+use acp_vocab::note::Note;
 
 pub struct AutoApproval;
 
@@ -161,8 +163,7 @@ fn user_choice<'a>(
     let key = id_key(request.id);
     let typed = model.notes.iter().filter_map(|(index, note)| {
         let ours = *index < answer
-            && note.get("type").and_then(Value::as_str) == Some("user_choose")
-            && note.get("requestId").is_some_and(|id| id_key(id) == key);
+            && matches!(note_of(note), Some(Note::UserChoose { request_id, .. }) if id_key(&request_id) == key);
         ours.then(|| {
             (
                 *index,
@@ -440,10 +441,8 @@ fn cancel_happened(model: &WireModel<'_>, request: &PermissionRequest<'_>, answe
 /// client profile), else the `policy` of the adapter's `hello`. `Ok(None)`: undeclared.
 pub fn declared_policy(model: &WireModel<'_>) -> Result<Option<DeclaredPolicy>, String> {
     for (_, note) in &model.notes {
-        if note.get("type").and_then(Value::as_str) == Some("declared_policy") {
-            return serde_json::from_value::<DeclaredPolicy>((*note).clone())
-                .map(Some)
-                .map_err(|e| format!("the declared_policy note is malformed: {e}"));
+        if let Some(Note::DeclaredPolicy(declared)) = note_of(note) {
+            return Ok(Some(declared));
         }
     }
     for control in &model.controls {

@@ -21,7 +21,8 @@ use std::collections::HashMap;
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{MsgKind, Side, WireModel, describe_id, id_key};
+use crate::wire_model::{MsgKind, Side, WireModel, describe_id, id_key, note_of};
+use acp_vocab::note::Note;
 
 pub struct JsonRpc;
 
@@ -68,7 +69,7 @@ impl Check for JsonRpc {
         // 1b. A line longer than the frame limit was discarded unread: it cannot have been a
         // message the agent could use (#2, #4).
         for &(index, note) in &model.notes {
-            if note.get("type").and_then(serde_json::Value::as_str) != Some("frame_too_long") {
+            if !matches!(note_of(note), Some(Note::FrameTooLong { .. })) {
                 continue;
             }
             let number = |key: &str| note.get(key).and_then(serde_json::Value::as_u64);
@@ -191,9 +192,11 @@ fn unanswered_counts(case: &CaseRecord, model: &WireModel<'_>, request: usize) -
     match case.end {
         RunEnd::Completed => true,
         RunEnd::Incomplete { .. } | RunEnd::Timeout { .. } => {
-            let Some((stopped, note)) = model.notes.iter().find(|(_, n)| {
-                n.get("type").and_then(serde_json::Value::as_str) == Some("run_stopped")
-            }) else {
+            let Some((stopped, note)) = model
+                .notes
+                .iter()
+                .find(|(_, n)| matches!(note_of(n), Some(Note::RunStopped { .. })))
+            else {
                 return false;
             };
             if request > *stopped {

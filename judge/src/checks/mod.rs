@@ -40,7 +40,8 @@ use serde::{Deserialize, Serialize};
 use crate::acp_schema::truncate_chars;
 use crate::record::{CaseRecord, RunEnd};
 use crate::rules;
-use crate::wire_model::WireModel;
+use crate::wire_model::{WireModel, note_of};
+use acp_vocab::note::Note;
 
 /// The grade of one trial (DESIGN §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -349,7 +350,7 @@ pub fn connection_closed(model: &WireModel<'_>) -> bool {
     model
         .notes
         .iter()
-        .any(|(_, n)| n.get("type").and_then(|t| t.as_str()) == Some("connection_closed"))
+        .any(|(_, n)| matches!(note_of(n), Some(Note::ConnectionClosed { .. })))
 }
 
 /// How an unfinished run ended, as words to append to "… was never answered": nothing on a
@@ -374,7 +375,7 @@ fn without_adapter(check: &dyn Check, model: &WireModel<'_>) -> String {
     let has_observer = model
         .notes
         .iter()
-        .any(|(_, n)| n.get("type").and_then(|t| t.as_str()) == Some("observer"));
+        .any(|(_, n)| matches!(note_of(n), Some(Note::Observer { .. })));
     match check.observable_with() {
         events if has_observer && !events.is_empty() => format!(
             "client has no control-plane adapter, and its profile's observer does not report {}",

@@ -33,7 +33,8 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{Control, PermissionAnswer, Side, WireModel, WireMsg};
+use crate::wire_model::{Control, PermissionAnswer, Side, WireModel, WireMsg, note_of};
+use acp_vocab::note::Note;
 
 pub struct TurnEnd;
 
@@ -69,7 +70,7 @@ impl Check for TurnEnd {
         let settle_note = model
             .notes
             .iter()
-            .find(|(_, n)| n.get("type").and_then(|t| t.as_str()) == Some("settle_timeout"))
+            .find(|(_, n)| matches!(note_of(n), Some(Note::SettleTimeout { .. })))
             .map(|(i, _)| *i);
         let prompts = model
             .msgs

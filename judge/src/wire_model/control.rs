@@ -2,6 +2,8 @@
 //! adapter (or an observer) reported, parsed leniently (harness/CONTROL.md), and the queries over
 //! them.
 
+use acp_vocab::note::Note;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::WireModel;
@@ -206,11 +208,7 @@ impl<'a> WireModel<'a> {
     /// that it reports control events of this `type` for a client without an adapter.
     pub fn observer_reports(&self, event: &str) -> bool {
         self.notes.iter().any(|(_, note)| {
-            note.get("type").and_then(Value::as_str) == Some("observer")
-                && note
-                    .get("reports")
-                    .and_then(Value::as_array)
-                    .is_some_and(|r| r.iter().any(|e| e.as_str() == Some(event)))
+            matches!(Note::deserialize(*note), Ok(Note::Observer { reports, .. }) if reports.iter().any(|r| r == event))
         })
     }
 
@@ -232,7 +230,7 @@ impl<'a> WireModel<'a> {
             while let Some(c) = controls.next_if(|c| c.index < index) {
                 push_control(c, &mut out);
             }
-            if note.get("type").and_then(Value::as_str) == Some("user_cancel") {
+            if matches!(Note::deserialize(note), Ok(Note::UserCancel { .. })) {
                 out.push(UserCancel {
                     index,
                     session_id: note.get("sessionId").and_then(Value::as_str),

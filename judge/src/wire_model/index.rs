@@ -4,7 +4,9 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
+use acp_vocab::note::{FaultKind, Note};
 use acp_vocab::transcript::{Direction, Entry};
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::control::parse_control;
@@ -32,6 +34,10 @@ struct Builder<'a> {
     /// The last request position per id: a response to an id already answered pairs with it.
     last: ById<usize>,
     faults: Vec<PendingFault<'a>>,
+    /// The transcript marks the frames a fault altered (`Entry::fault`, written by the engine):
+    /// they are read from there. Only a transcript without marks (older, or built by hand) has
+    /// its `fault` notes counted forward onto the next agent frames.
+    marked: bool,
     seen_session: HashSet<&'a str>,
     /// (session, request id key) → permission positions, for control matching.
     perm_by_sid: HashMap<(&'a str, String), Vec<usize>>,
@@ -86,6 +92,7 @@ impl<'a> Builder<'a> {
             open: HashMap::new(),
             last: HashMap::new(),
             faults: Vec::new(),
+            marked: entries.iter().any(|e| e.fault.is_some()),
             seen_session: HashSet::new(),
             perm_by_sid: HashMap::new(),
             perm_by_id: HashMap::new(),
@@ -105,15 +112,14 @@ impl<'a> Builder<'a> {
             return;
         };
         self.m.notes.push((entry.index, json));
-        if json.get("type").and_then(Value::as_str) == Some("fault") {
-            let kind = json.get("kind").and_then(Value::as_str).unwrap_or("");
+        if self.marked {
+            return;
+        }
+        if let Ok(Note::Fault { kind, conn, .. }) = Note::deserialize(json) {
             self.faults.push(PendingFault {
-                kind,
-                conn: json
-                    .get("conn")
-                    .and_then(Value::as_u64)
-                    .and_then(|c| u32::try_from(c).ok()),
-                remaining: if kind == "duplicate" { 2 } else { 1 },
+                kind: kind.as_str(),
+                conn,
+                remaining: if kind == FaultKind::Duplicate { 2 } else { 1 },
             });
         }
     }
@@ -210,7 +216,9 @@ impl<'a> Builder<'a> {
         } else {
             Side::Agent
         };
-        let fault = if from == Side::Agent {
+        let fault = if from == Side::Agent && self.marked {
+            entry.fault.map(FaultKind::as_str)
+        } else if from == Side::Agent {
             self.take_fault(entry.conn)
         } else {
             None

@@ -179,3 +179,9 @@ mod test_support {
         rec.record(0, Direction::AdapterToHarness, v.to_string().as_bytes())
     }
 }
+
+/// A harness note read as the vocabulary's [`acp_vocab::note::Note`] (`None` for a note it does
+/// not know).
+pub fn note_of(json: &Value) -> Option<acp_vocab::note::Note> {
+    serde::Deserialize::deserialize(json).ok()
+}

@@ -1,0 +1,473 @@
+//! The control plane's messages (harness/CONTROL.md, harness/control-v1.schema.json): the
+//! [`Command`]s the harness writes to a client's adapter (playing the user) and the [`Event`]s
+//! the adapter writes back (what the client shows). A client profile's observer reports the same
+//! events with an [`Observed`] field naming its evidence.
+//!
+//! Serialising any value of these types gives a message the schema accepts (a test checks every
+//! variant); key names are the schema's. Reading is as strict as the schema for the closed
+//! vocabularies (subjects, turn states) and lenient only where older transcripts left a field
+//! out that the schema now requires: such a field reads as its default.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::policy::{Scope, ToolKind};
+
+/// The `protocol` every `hello` names.
+pub const PROTOCOL: &str = "acp-harness-control";
+/// The control protocol version this vocabulary speaks.
+pub const VERSION: i64 = 1;
+
+/// harness → adapter: what the user does. `seq` numbers commands so that an `error` event can
+/// say which one failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Command {
+    /// Open a session in `cwd` through the client's normal code path; `session` is the
+    /// harness's handle for it (the adapter answers `session_opened`).
+    NewSession {
+        seq: u64,
+        session: String,
+        cwd: String,
+    },
+    /// Type `text` into the session and send it.
+    Prompt {
+        seq: u64,
+        session: String,
+        text: String,
+    },
+    /// Click the button of option `option_id` on the approval card of request `request_id`.
+    Choose {
+        seq: u64,
+        /// The JSON-RPC id of the `session/request_permission`, verbatim.
+        #[serde(rename = "requestId")]
+        request_id: Value,
+        #[serde(rename = "optionId")]
+        option_id: String,
+    },
+    /// Press Stop in the session.
+    Cancel { seq: u64, session: String },
+    /// Quit.
+    Shutdown { seq: u64 },
+}
+
+/// A command's type without its fields: the words `hello.supports` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandType {
+    NewSession,
+    Prompt,
+    Choose,
+    Cancel,
+}
+
+impl CommandType {
+    pub const ALL: [CommandType; 4] = [
+        CommandType::NewSession,
+        CommandType::Prompt,
+        CommandType::Choose,
+        CommandType::Cancel,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandType::NewSession => "new_session",
+            CommandType::Prompt => "prompt",
+            CommandType::Choose => "choose",
+            CommandType::Cancel => "cancel",
+        }
+    }
+}
+
+impl Command {
+    pub fn seq(&self) -> u64 {
+        match self {
+            Command::NewSession { seq, .. }
+            | Command::Prompt { seq, .. }
+            | Command::Choose { seq, .. }
+            | Command::Cancel { seq, .. }
+            | Command::Shutdown { seq } => *seq,
+        }
+    }
+
+    /// The same command numbered `seq` (the control plane numbers commands as it sends them).
+    pub fn with_seq(mut self, n: u64) -> Self {
+        match &mut self {
+            Command::NewSession { seq, .. }
+            | Command::Prompt { seq, .. }
+            | Command::Choose { seq, .. }
+            | Command::Cancel { seq, .. }
+            | Command::Shutdown { seq } => *seq = n,
+        }
+        self
+    }
+
+    /// The `type` word of this command.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Command::NewSession { .. } => "new_session",
+            Command::Prompt { .. } => "prompt",
+            Command::Choose { .. } => "choose",
+            Command::Cancel { .. } => "cancel",
+            Command::Shutdown { .. } => "shutdown",
+        }
+    }
+
+    /// One JSON line (without the newline).
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("a command always serialises")
+    }
+}
+
+/// adapter → harness: what the client shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The first line an adapter prints.
+    Hello(Hello),
+    /// The session the harness named `session` is open, with ACP id `session_id`.
+    SessionOpened {
+        session: String,
+        #[serde(rename = "sessionId")]
+        session_id: String,
+    },
+    /// A timeline row as the client models it now.
+    Item(Item),
+    /// An approval card the client shows.
+    Approval(Approval),
+    /// An approval that went away: answered by the user, by Stop, or by the client's policy.
+    ApprovalResolved(ApprovalResolved),
+    /// The state the client shows a session's turn in.
+    Turn(Turn),
+    /// The adapter could not do what command `seq` asked.
+    Error {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
+        message: String,
+    },
+}
+
+impl Event {
+    /// The `type` word of this event.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::Hello(_) => "hello",
+            Event::SessionOpened { .. } => "session_opened",
+            Event::Item(_) => "item",
+            Event::Approval(_) => "approval",
+            Event::ApprovalResolved(_) => "approval_resolved",
+            Event::Turn(_) => "turn",
+            Event::Error { .. } => "error",
+        }
+    }
+
+    /// The evidence of an observed event (`None` for an adapter's).
+    pub fn observed(&self) -> Option<&Observed> {
+        match self {
+            Event::Item(e) => e.observed.as_ref(),
+            Event::Approval(e) => e.observed.as_ref(),
+            Event::ApprovalResolved(e) => e.observed.as_ref(),
+            Event::Turn(e) => e.observed.as_ref(),
+            Event::Hello(_) | Event::SessionOpened { .. } | Event::Error { .. } => None,
+        }
+    }
+
+    /// Sets the evidence on an event type an observer may report; `false` for the others
+    /// (`hello`, `session_opened` and `error` are the adapter's alone).
+    pub fn set_observed(&mut self, observed: Observed) -> bool {
+        let slot = match self {
+            Event::Item(e) => &mut e.observed,
+            Event::Approval(e) => &mut e.observed,
+            Event::ApprovalResolved(e) => &mut e.observed,
+            Event::Turn(e) => &mut e.observed,
+            Event::Hello(_) | Event::SessionOpened { .. } | Event::Error { .. } => return false,
+        };
+        *slot = Some(observed);
+        true
+    }
+
+    /// One JSON line (without the newline).
+    pub fn to_line(&self) -> String {
+        serde_json::to_string(self).expect("an event always serialises")
+    }
+}
+
+/// Either plane direction's message, for readers that take both (a transcript's control frames).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Message {
+    Command(Command),
+    Event(Event),
+}
+
+/// `hello`: who the client is, which commands its adapter implements, and what it approves by
+/// itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Always [`PROTOCOL`].
+    pub protocol: String,
+    /// [`VERSION`] for this harness; a hello with another version is refused.
+    pub version: i64,
+    pub client: ClientInfo,
+    pub supports: Vec<CommandType>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<HelloPolicy>,
+}
+
+impl Hello {
+    /// A version-1 hello.
+    pub fn new(client: ClientInfo, supports: Vec<CommandType>) -> Self {
+        Hello {
+            protocol: PROTOCOL.into(),
+            version: VERSION,
+            client,
+            supports,
+            policy: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientInfo {
+    pub name: String,
+    pub version: String,
+}
+
+/// The `policy` of a `hello` as the adapter wrote it: every field optional (absent = approves
+/// nothing, inside the workspace, never `allow_always`). The judge turns it into a
+/// [`crate::policy::DecisionPolicy`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HelloPolicy {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approves: Option<Vec<ToolKind>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Scope>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_always: Option<bool>,
+}
+
+/// What a timeline row or an approval card is about: the client's own closed vocabulary of item
+/// types (CONTROL.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Subject {
+    Command,
+    FileChange,
+    Read,
+    Search,
+    Fetch,
+    Think,
+    ModeSwitch,
+    Generic,
+}
+
+impl Subject {
+    pub const ALL: [Subject; 8] = [
+        Subject::Command,
+        Subject::FileChange,
+        Subject::Read,
+        Subject::Search,
+        Subject::Fetch,
+        Subject::Think,
+        Subject::ModeSwitch,
+        Subject::Generic,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Subject::Command => "command",
+            Subject::FileChange => "file_change",
+            Subject::Read => "read",
+            Subject::Search => "search",
+            Subject::Fetch => "fetch",
+            Subject::Think => "think",
+            Subject::ModeSwitch => "mode_switch",
+            Subject::Generic => "generic",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<Subject> {
+        Subject::ALL.into_iter().find(|s| s.as_str() == word)
+    }
+}
+
+impl std::fmt::Display for Subject {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who saw an observed event, on which stream, and what exactly it saw there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observed {
+    pub by: String,
+    pub from: String,
+    pub evidence: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Item {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    #[serde(rename = "toolCallId")]
+    pub tool_call_id: String,
+    #[serde(rename = "itemType")]
+    pub item_type: Subject,
+    /// The row's status as the client shows it (free text; ACP's words in practice).
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Observed>,
+}
+
+/// One button of an approval card, in display order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PresentedOption {
+    #[serde(rename = "optionId")]
+    pub option_id: String,
+    #[serde(default)]
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    #[serde(rename = "requestId")]
+    pub request_id: Value,
+    /// Required by the schema; read leniently (`None`) from transcripts that lack it.
+    #[serde(
+        rename = "toolCallId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tool_call_id: Option<String>,
+    pub subject: Subject,
+    /// The card's buttons; `None` only on an observed card whose buttons were not seen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<PresentedOption>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Observed>,
+}
+
+/// How an approval went away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Selected,
+    Cancelled,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Selected => "selected",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// Who made an approval go away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolvedBy {
+    /// A click on a button.
+    User,
+    /// Stop.
+    Cancel,
+    /// The client's declared auto-approval policy, without asking.
+    Policy,
+}
+
+impl ResolvedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResolvedBy::User => "user",
+            ResolvedBy::Cancel => "cancel",
+            ResolvedBy::Policy => "policy",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalResolved {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    #[serde(rename = "requestId")]
+    pub request_id: Value,
+    pub outcome: Outcome,
+    #[serde(rename = "optionId", default, skip_serializing_if = "Option::is_none")]
+    pub option_id: Option<String>,
+    /// Required by the schema; read leniently (`None`) from transcripts that lack it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<ResolvedBy>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Observed>,
+}
+
+/// The state a client shows a turn in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnState {
+    Running,
+    Completed,
+    Cancelled,
+    Failed,
+    Refused,
+}
+
+impl TurnState {
+    pub const ALL: [TurnState; 5] = [
+        TurnState::Running,
+        TurnState::Completed,
+        TurnState::Cancelled,
+        TurnState::Failed,
+        TurnState::Refused,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnState::Running => "running",
+            TurnState::Completed => "completed",
+            TurnState::Cancelled => "cancelled",
+            TurnState::Failed => "failed",
+            TurnState::Refused => "refused",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<TurnState> {
+        TurnState::ALL.into_iter().find(|s| s.as_str() == word)
+    }
+
+    /// Every state but `running` ends a turn.
+    pub fn is_end(self) -> bool {
+        self != TurnState::Running
+    }
+}
+
+impl std::fmt::Display for TurnState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Turn {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    pub state: TurnState,
+    /// The ACP `stopReason` the client got, if it says.
+    #[serde(
+        rename = "stopReason",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub stop_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<Observed>,
+}

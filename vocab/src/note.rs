@@ -1,0 +1,268 @@
+//! Harness notes: what the harness itself records in a transcript between the frames (direction
+//! `note`): a wait that ran out, a fault it injected, a user act done without a control plane,
+//! how the client process started and ended. Checks read them to tell the client's failures from
+//! the harness's decisions; reports print them in the wire log.
+//!
+//! One enum, serialised with its `type` word first, so that every note ever written has one
+//! spelling. Fields that only some writers know are optional and left out when unknown.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::policy::DeclaredPolicy;
+
+/// One harness note.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Note {
+    /// The client process started (`pid` is its process group).
+    ClientStarted { argv: Vec<String>, pid: i32 },
+    /// The client process ended (`status` in words: "exit status 0", "signal SIGKILL").
+    ClientExited {
+        #[serde(default)]
+        status: String,
+    },
+    /// What the client promised to approve by itself, from its profile (written at the start
+    /// of a case so a transcript alone says it).
+    DeclaredPolicy(DeclaredPolicy),
+    /// A client profile's observer is watching the client (`reports`: the event types it can
+    /// report; `from`: what it reads).
+    Observer {
+        name: String,
+        reports: Vec<String>,
+        from: String,
+    },
+    /// The observer failed; the case is an adapter error.
+    ObserverError { reason: String },
+    /// An observed event that matched nothing on the wire, kept so a report can show it.
+    ObserverUnmatched {
+        event: Value,
+        evidence: String,
+        reason: String,
+    },
+    /// A step waited for the client and gave up. The scenario engine writes `step`, `label`
+    /// and `reason`; the fuzz driver writes `waiting_for`.
+    StepTimeout {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<usize>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waiting_for: Option<String>,
+    },
+    /// The client closed the agent connection at step `step` (a label) before the scenario
+    /// ended: the run was abandoned, not timed out.
+    ConnectionClosed {
+        #[serde(default)]
+        step: String,
+    },
+    /// The run stopped waiting here; `step_timeout_ms` is how long one step may wait, so
+    /// `jsonrpc` can tell which requests had waited that long unanswered.
+    RunStopped { step_timeout_ms: u64 },
+    /// After the scenario, the client did not show every turn ended within `waited_ms`.
+    SettleTimeout { waited_ms: u64 },
+    /// Which case of a `branch` (or `on_timeout`) the scenario took, and why.
+    Branch {
+        step: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        request: Option<String>,
+        answer: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        frame: Option<usize>,
+        /// The 1-based case taken, `"on_timeout"`, or `null` when no case fitted.
+        case: Option<BranchCase>,
+    },
+    /// The scenario does not apply to this client.
+    NotApplicable { reason: String },
+    /// The harness injected a fault (the frames it altered carry it too, in
+    /// [`crate::transcript::Entry::fault`]).
+    Fault {
+        kind: FaultKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conn: Option<u32>,
+    },
+    /// A frame longer than the harness reads (`max`) was dropped; `wire` is set by the fuzz
+    /// driver (false: the control plane).
+    FrameTooLong {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        conn: Option<u32>,
+        bytes: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max: Option<usize>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wire: Option<bool>,
+    },
+    /// Frame `frame` ended without its newline (the client closed the stream mid-line).
+    UnterminatedFrame { conn: u32, frame: usize },
+    /// Reading the client's frames failed.
+    ReadError { conn: u32, error: String },
+    /// An adapter's control line longer than the harness reads.
+    ControlLineTooLong { bytes: usize },
+    /// Wire only: the user pressed Stop (`by`: how the profile cancels, e.g. `SIGINT`).
+    UserCancel {
+        #[serde(rename = "sessionId", default)]
+        session_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+    },
+    /// The user meant to Stop at an approval the client answered by itself.
+    UserCancelSkipped {
+        #[serde(rename = "requestId")]
+        request_id: Value,
+        reason: String,
+    },
+    /// Wire only: the user chose option `option_id` by typing `input`.
+    UserChoose {
+        #[serde(rename = "requestId")]
+        request_id: Value,
+        #[serde(rename = "optionId")]
+        option_id: String,
+        input: String,
+    },
+    /// The harness did not click for this request: the client answers it by itself.
+    UserChooseSkipped {
+        #[serde(rename = "requestId")]
+        request_id: Value,
+        #[serde(rename = "optionId")]
+        option_id: String,
+        reason: String,
+    },
+    /// The profile's `[cancel]` command ran and exited with `status`.
+    CancelCommandExited { argv: Vec<String>, status: String },
+}
+
+/// Which case of a branch the scenario took.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BranchCase {
+    /// 1-based position of the case.
+    Case(usize),
+    /// A named way out: `"on_timeout"`.
+    Named(String),
+}
+
+/// How the harness broke a frame on purpose (a scenario's `fault` step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// One frame written in two pieces.
+    Split,
+    /// One frame written twice.
+    Duplicate,
+    /// Bytes written as they are, not a frame of the scenario's.
+    Raw,
+    /// A frame that breaks the ACP schema on purpose.
+    Invalid,
+}
+
+impl FaultKind {
+    pub const ALL: [FaultKind; 4] = [
+        FaultKind::Split,
+        FaultKind::Duplicate,
+        FaultKind::Raw,
+        FaultKind::Invalid,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FaultKind::Split => "split",
+            FaultKind::Duplicate => "duplicate",
+            FaultKind::Raw => "raw",
+            FaultKind::Invalid => "invalid",
+        }
+    }
+}
+
+impl std::fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Note {
+    /// The `type` word of this note.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Note::ClientStarted { .. } => "client_started",
+            Note::ClientExited { .. } => "client_exited",
+            Note::DeclaredPolicy(_) => "declared_policy",
+            Note::Observer { .. } => "observer",
+            Note::ObserverError { .. } => "observer_error",
+            Note::ObserverUnmatched { .. } => "observer_unmatched",
+            Note::StepTimeout { .. } => "step_timeout",
+            Note::ConnectionClosed { .. } => "connection_closed",
+            Note::RunStopped { .. } => "run_stopped",
+            Note::SettleTimeout { .. } => "settle_timeout",
+            Note::Branch { .. } => "branch",
+            Note::NotApplicable { .. } => "not_applicable",
+            Note::Fault { .. } => "fault",
+            Note::FrameTooLong { .. } => "frame_too_long",
+            Note::UnterminatedFrame { .. } => "unterminated_frame",
+            Note::ReadError { .. } => "read_error",
+            Note::ControlLineTooLong { .. } => "control_line_too_long",
+            Note::UserCancel { .. } => "user_cancel",
+            Note::UserCancelSkipped { .. } => "user_cancel_skipped",
+            Note::UserChoose { .. } => "user_choose",
+            Note::UserChooseSkipped { .. } => "user_choose_skipped",
+            Note::CancelCommandExited { .. } => "cancel_command_exited",
+        }
+    }
+
+    /// The note as the JSON object a transcript holds.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).expect("a note always serialises")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Notes as transcripts already hold them: they read as typed notes and write back the same
+    /// keys (transcripts are a contract).
+    #[test]
+    fn notes_read_and_write_as_transcripts_spell_them() {
+        let written = [
+            json!({"type":"step_timeout","step":3,"label":"3.1","reason":"no answer within 5 ms"}),
+            json!({"type":"step_timeout","waiting_for":"a response"}),
+            json!({"type":"connection_closed","step":"6"}),
+            json!({"type":"branch","step":"4","request":"perm","answer":"selected once","frame":12,"case":1}),
+            json!({"type":"branch","step":"4","request":"perm","answer":"none","frame":12,"case":null}),
+            json!({"type":"branch","step":"4","answer":"no reply within 5 ms","case":"on_timeout"}),
+            json!({"type":"fault","kind":"duplicate","step":"2"}),
+            json!({"type":"fault","kind":"raw","conn":2}),
+            json!({"type":"frame_too_long","conn":1,"bytes":52428800,"max":16777216}),
+            json!({"type":"frame_too_long","bytes":7,"wire":false}),
+            json!({"type":"user_cancel","sessionId":"ses_1","by":"SIGINT"}),
+            json!({"type":"declared_policy","source":"profile","name":"read-only",
+                   "policy":{"approves":["read"],"scope":"workspace","allowAlways":false}}),
+            json!({"type":"run_stopped","step_timeout_ms":5000}),
+            json!({"type":"client_started","argv":["x"],"pid":12}),
+            json!({"type":"user_choose","requestId":0,"optionId":"once","input":"y\n"}),
+        ];
+        for json in written {
+            let note: Note =
+                serde_json::from_value(json.clone()).unwrap_or_else(|e| panic!("{json}: {e}"));
+            assert_eq!(note.to_json(), json);
+            assert_eq!(Some(note.type_name()), json["type"].as_str());
+        }
+    }
+
+    #[test]
+    fn old_transcripts_with_fewer_fields_still_read() {
+        let n: Note = serde_json::from_value(json!({"type":"user_cancel"})).unwrap();
+        assert_eq!(
+            n,
+            Note::UserCancel {
+                session_id: String::new(),
+                by: None
+            }
+        );
+        assert!(serde_json::from_value::<Note>(json!({"type":"no_such_note"})).is_err());
+    }
+}
