@@ -12,8 +12,8 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use crate::engine::AgentConn;
 use crate::mailbox::{Mailbox, Msg};
 use crate::wire::{self, Frame, FrameReader};
-use acp_vocab::note::Note;
 use acp_vocab::note::FaultKind;
+use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Recorder};
 
 /// Pause between the parts of a frame written in pieces (a `split` fault), so a reader sees

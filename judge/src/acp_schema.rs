@@ -1,4 +1,4 @@
-//! ACP v1 JSON Schema validation of message payloads (DESIGN §3).
+//! ACP v1 JSON Schema validation of message payloads (docs/architecture.md §3).
 //!
 //! The schemas are generated at run time with `schemars` from the official
 //! `agent-client-protocol-schema` crate the harness links ([`SCHEMA_VERSION`]), one per method and
@@ -10,7 +10,7 @@
 //! responses); the JSON-RPC envelope (`jsonrpc`, ids, `result` xor `error`) is checked by hand in
 //! [`crate::wire_model`], so that an envelope error is reported once and precisely.
 //!
-//! Tolerated gotchas (`acp-spec.md` §5): G3 — a `null` result is accepted for the responses whose
+//! Tolerated on purpose: a `null` result is accepted for the responses whose
 //! type is an empty object that the official crate itself deserializes with `#[serde(default)]`
 //! (`fs/write_text_file`, `session/load`, `authenticate`, …). Methods whose name starts with `_`
 //! are extensions: only their envelope is checked.

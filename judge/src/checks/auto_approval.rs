@@ -1,5 +1,5 @@
 //! `auto-approval` — what the client decides without its user stays within the policy it
-//! declared (DESIGN §5.5; ACP "Requesting Permission": the client decides how to present the
+//! declared (docs/architecture.md §5.5; ACP "Requesting Permission": the client decides how to present the
 //! request and whether to ask the user; the options' kinds say what an answer grants).
 //!
 //! Every answer to a `session/request_permission` that the user did not give — no `choose`

@@ -1,4 +1,4 @@
-//! `cancel-stop` — a user cancel stops the turn the way ACP says (DESIGN §5.3; acp-spec §5 #42–#44,
+//! `cancel-stop` — a user cancel stops the turn the way ACP says (docs/architecture.md §5.3; R42–R44,
 //! #46–#48, #50).
 //!
 //! Requirement: when the user cancels a turn in progress, the client sends `session/cancel` for
@@ -181,7 +181,7 @@ fn check_cancel(
         .filter(|p| p.session_id == Some(sid))
         .collect();
 
-    // 1. session/cancel (#43 context, DESIGN §5.3).
+    // 1. session/cancel (#43 context, docs/architecture.md §5.3).
     if prompt.is_some() || !pending.is_empty() {
         let sent = model
             .session_msgs_from(sid, at)

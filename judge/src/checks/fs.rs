@@ -1,4 +1,4 @@
-//! `fs` — file-system requests really happen, byte for byte (acp-spec §5 #64–#66).
+//! `fs` — file-system requests really happen, byte for byte (R64–R66).
 //!
 //! Requirement: an `fs/write_text_file` the client answers with success leaves exactly the
 //! requested bytes in that file; a client that advertised `fs.writeTextFile` does not refuse a

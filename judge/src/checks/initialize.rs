@@ -1,5 +1,5 @@
 //! `initialize` — the client opens each connection with `initialize` and keeps to what the two
-//! sides negotiated (acp-spec §5 #9, #10, #12, #16, #17, #20, #23, #25, #28, #34, #35, #36).
+//! sides negotiated (R9, R10, R12, R16, R17, R20, R23, R25, R28, R34, R35, R36).
 //!
 //! Requirement, per agent connection:
 //! * the client's first message is an `initialize` request carrying an integer `protocolVersion`

@@ -1,4 +1,4 @@
-//! `jsonrpc` — the client speaks JSON-RPC 2.0 correctly (acp-spec §5 #1–#4, #6, #7).
+//! `jsonrpc` — the client speaks JSON-RPC 2.0 correctly (R1–R4, R6, R7).
 //!
 //! Requirement: every line the client writes is a UTF-8 JSON-RPC 2.0 message (`"jsonrpc":"2.0"`;
 //! a request has a string `method` and a string/number/null `id`; a notification a `method`; a

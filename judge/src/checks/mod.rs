@@ -43,7 +43,7 @@ use crate::rules;
 use crate::wire_model::{WireModel, note_of};
 use acp_vocab::note::Note;
 
-/// The grade of one trial (DESIGN §5).
+/// The grade of one trial (docs/architecture.md §5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Grade {
@@ -159,7 +159,7 @@ pub trait Check: Send + Sync {
         false
     }
     /// Control events (CONTROL.md `type`s) that are enough to grade this check when a client
-    /// without an adapter has a profile observer reporting them (DESIGN §1, wire-only clients).
+    /// without an adapter has a profile observer reporting them (docs/architecture.md §1, wire-only clients).
     /// Empty: only an adapter will do.
     fn observable_with(&self) -> &'static [&'static str] {
         &[]
@@ -229,7 +229,7 @@ impl Trial {
 /// Longest raw frame quoted in a failure message (characters).
 const FRAME_CHARS: usize = 300;
 
-/// Grades every check on one case (DESIGN §5):
+/// Grades every check on one case (docs/architecture.md §5):
 ///
 /// * `RunEnd::NotApplicable` → every trial `not_applicable` with the reason;
 ///   `RunEnd::HarnessError` → every trial `error` (never the client's fault);

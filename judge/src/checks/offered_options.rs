@@ -1,5 +1,5 @@
 //! `offered-options` — the client answers with, and lets the user pick, exactly the options the
-//! agent offered (DESIGN §5.2; acp-spec §5 #59, #7).
+//! agent offered (docs/architecture.md §5.2; R59, R7).
 //!
 //! Requirement: every `selected` answer's `optionId` is one of the options offered in *that*
 //! request ("The user selected one of the provided options"); each request is answered exactly

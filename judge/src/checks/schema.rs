@@ -1,5 +1,5 @@
-//! `schema` — every ACP message validates against the official v1 JSON Schema (DESIGN §3;
-//! acp-spec §5 #3, #4, #85).
+//! `schema` — every ACP message validates against the official v1 JSON Schema (docs/architecture.md §3;
+//! R3, R4, R85).
 //!
 //! Requirement: every message the client sends validates against the schema of its method and
 //! direction (request `params`, notification `params`, and the `result` of its responses to agent

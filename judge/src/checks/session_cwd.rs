@@ -1,5 +1,5 @@
 //! `session-cwd` — sessions are opened in the directory the user asked for, by absolute path
-//! (acp-spec §5 #8, #32, #31).
+//! (R8, R32, R31).
 //!
 //! Requirement: every `session/new`, `session/load` and `session/resume` carries an absolute
 //! `cwd`; a `session/new` made for a control-plane `new_session` command uses exactly that

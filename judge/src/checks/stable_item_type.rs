@@ -1,5 +1,5 @@
-//! `stable-item-type` — a timeline item keeps one type for its whole life (DESIGN §5.4; bb #1719;
-//! acp-spec §5 #56, #57).
+//! `stable-item-type` — a timeline item keeps one type for its whole life (docs/architecture.md §5.4; bb #1719;
+//! R56, R57).
 //!
 //! Requirement: for each (sessionId, toolCallId) the client's timeline item keeps the `itemType`
 //! it was first shown with; in particular an approval must not turn a file-change row into a
@@ -11,7 +11,7 @@
 //! the tool call's effective kind on the wire (matched in order, each before the item event that
 //! shows it; `other` after a specific kind is no change, as in the effective tool call), or of the
 //! subject it implies (with kind `other`
-//! or none, a `rawInput.command`, diff or locations that the agent added later, DESIGN §5.1), the
+//! or none, a `rawInput.command`, diff or locations that the agent added later, docs/architecture.md §5.1), the
 //! grade is `warn` and the message says the agent changed the tool call itself.
 
 use super::{Check, Finding, Problems};

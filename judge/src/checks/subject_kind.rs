@@ -1,12 +1,12 @@
-//! `subject-kind` — an approval card shows what the tool call really does (DESIGN §5.1; acp-spec
-//! §5 #56–#59).
+//! `subject-kind` — an approval card shows what the tool call really does (docs/architecture.md
+//! §5.1; R56–R59).
 //!
 //! Requirement: for every `session/request_permission`, the client's approval card shows the
 //! subject implied by the *effective tool call* (every `tool_call`/`tool_call_update` for that
 //! `toolCallId` in that session, then the request's own `toolCall`; `other` never overrides a
 //! specific kind), and the same type as the client's timeline item for that tool call.
 //!
-//! Grading, as a demanding user reads DESIGN §5.1:
+//! Grading, as a demanding user reads docs/architecture.md §5.1:
 //! * a specific kind (`edit`, `execute`, …) decides the subject; showing anything else — even
 //!   `generic` — is `fail` (the bb #1719 bug: an edit shown as a command);
 //! * with kind `other`/absent the subject is inferred (`rawInput.command` → command, diff content

@@ -1,5 +1,5 @@
 //! `tool-call-row` — every tool call the agent announces gets a timeline row of the type its kind
-//! implies (DESIGN §5.1, §5.4; acp-spec §5 #56, #57).
+//! implies (docs/architecture.md §5.1, §5.4; R56, R57).
 //!
 //! Requirement: for every (sessionId, toolCallId) the agent describes — by a `tool_call`, by a
 //! `tool_call_update` for an id it never announced otherwise, or only by the `toolCall` of a

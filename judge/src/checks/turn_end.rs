@@ -1,5 +1,5 @@
 //! `turn-end` — every turn the agent ends is shown ended, in the state the agent ended it in
-//! (acp-spec §5 #38, #46, #48: the
+//! (R38, R46, R48: the
 //! agent ends every turn with a `StopReason`; showing that end is the client's half).
 //!
 //! Requirement: when the agent answers a `session/prompt` with a `stopReason`, the client reports

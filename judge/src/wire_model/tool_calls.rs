@@ -161,7 +161,7 @@ impl<'a> EffectiveToolCall<'a> {
             }
     }
 
-    /// The subject an approval (and timeline item) for this tool call must show (DESIGN §5.1).
+    /// The subject an approval (and timeline item) for this tool call must show (docs/architecture.md §5.1).
     pub fn expected_subject(&self) -> ExpectedSubject {
         if let Some(kind) = self.kind {
             if let Some(subject) = Subject::of_kind(kind) {
@@ -334,7 +334,7 @@ impl<'a> WireModel<'a> {
     }
 
     /// Points where what the agent said about a tool call changed its expected subject
-    /// (DESIGN §5.1): a new specific kind, or — with kind `other` or none — a `rawInput.command`,
+    /// (docs/architecture.md §5.1): a new specific kind, or — with kind `other` or none — a `rawInput.command`,
     /// diff or locations that came or went: (frame index, subject before, subject after).
     pub fn subject_changes(
         &self,
