@@ -20,6 +20,7 @@ use std::time::Duration;
 use acp_fake_agents::engine::{Connector, UserAction, UserDriver};
 use acp_fake_agents::link::AgentLink;
 use acp_fake_agents::mailbox::{Msg, WaitError};
+use acp_vocab::note::Note;
 use acp_vocab::transcript::{Entry, Recorder};
 use serde_json::{Value, json};
 use tokio::time::Instant;
@@ -345,8 +346,12 @@ impl Live {
                     self.send(vec![error], timeout).await?;
                 }
                 Err(WaitError::TimedOut) => {
-                    self.rec
-                        .note(json!({"type":"step_timeout","waiting_for":what}));
+                    self.rec.note(&Note::StepTimeout {
+                        step: None,
+                        label: None,
+                        reason: None,
+                        waiting_for: Some(what.to_string()),
+                    });
                     return Err(Stop::Timeout(format!(
                         "the client sent no {what} within {} ms",
                         timeout.as_millis()

@@ -514,7 +514,9 @@ mod tests {
         c.update(json!({"sessionUpdate":"tool_call","toolCallId":"t","title":"npm test","kind":"execute","status":"pending"}));
         let b = c.a2c(json!({"jsonrpc":"2.0","method":"session/update","params":{"sessionId":SID2,"update":
             {"sessionUpdate":"tool_call","toolCallId":"t","title":"npm run lint","kind":"execute","status":"pending"}}}));
-        c.update(json!({"sessionUpdate":"tool_call_update","toolCallId":"t","status":"in_progress"}));
+        c.update(
+            json!({"sessionUpdate":"tool_call_update","toolCallId":"t","status":"in_progress"}),
+        );
         c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"t","itemType":"command","status":"pending","title":"npm test"}));
         let wrong = c.ev(json!({"type":"item","sessionId":SID,"toolCallId":"t","itemType":"command","status":"in_progress","title":"npm run lint"}));
         let f = c.grade(&SessionIsolation);

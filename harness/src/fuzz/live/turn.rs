@@ -12,8 +12,9 @@
 use std::time::Duration;
 
 use acp_fake_agents::engine::UserAction;
+use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Entry};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{HANDLE, Live, SESSION_ID, Stop, is_request, reply};
 use crate::fuzz::driver::DriverConfig;
@@ -138,8 +139,12 @@ impl Live {
         self.send(out, timeout).await?;
         // Every prompt's turn shown ended (one prompt per turn, so this one's).
         if !self.plane.settle(timeout).await {
-            self.rec
-                .note(json!({"type":"step_timeout","waiting_for":"the end of the turn"}));
+            self.rec.note(&Note::StepTimeout {
+                step: None,
+                label: None,
+                reason: None,
+                waiting_for: Some("the end of the turn".to_owned()),
+            });
             return Err(self.plane_stop(format!(
                 "the client reported no end of the turn within {} ms",
                 timeout.as_millis()
