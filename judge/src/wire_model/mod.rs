@@ -158,6 +158,12 @@ impl<'a> WireModel<'a> {
     }
 }
 
+/// A harness note read as the vocabulary's [`acp_vocab::note::Note`] (`None` for a note it does
+/// not know).
+pub fn note_of(json: &Value) -> Option<acp_vocab::note::Note> {
+    serde::Deserialize::deserialize(json).ok()
+}
+
 /// Frame builders shared by the submodules' tests.
 #[cfg(test)]
 mod test_support {
@@ -178,10 +184,4 @@ mod test_support {
     pub(super) fn ev(rec: &Recorder, v: Value) -> usize {
         rec.record(0, Direction::AdapterToHarness, v.to_string().as_bytes())
     }
-}
-
-/// A harness note read as the vocabulary's [`acp_vocab::note::Note`] (`None` for a note it does
-/// not know).
-pub fn note_of(json: &Value) -> Option<acp_vocab::note::Note> {
-    serde::Deserialize::deserialize(json).ok()
 }
