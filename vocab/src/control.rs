@@ -287,6 +287,21 @@ impl Subject {
         }
     }
 
+    /// The subject a *specific* ACP `ToolKind` word maps to; `None` for `other`, unknown words
+    /// and absent (the judge's effective-kind rules, docs/architecture.md §5.1).
+    pub fn of_kind(kind: &str) -> Option<Subject> {
+        Some(match kind {
+            "execute" => Subject::Command,
+            "edit" | "delete" | "move" => Subject::FileChange,
+            "read" => Subject::Read,
+            "search" => Subject::Search,
+            "fetch" => Subject::Fetch,
+            "think" => Subject::Think,
+            "switch_mode" => Subject::ModeSwitch,
+            _ => return None,
+        })
+    }
+
     pub fn parse(word: &str) -> Option<Subject> {
         Subject::ALL.into_iter().find(|s| s.as_str() == word)
     }

@@ -488,13 +488,18 @@ impl Client {
         if let Some(conn) = &mut self.conn {
             conn.respond(&approval.request_id, Ok(cancelled()));
         }
-        self.events.push(Event::ApprovalResolved(ApprovalResolved {
-            session_id: approval.session_id,
-            request_id: approval.request_id,
-            outcome: Outcome::Cancelled,
-            option_id: None,
-            by: Some(ResolvedBy::Cancel),
-            observed: None,
-        }));
+        self.events.push(resolved_by_cancel(approval));
     }
+}
+
+/// The event for a card the client answered `cancelled` because the turn was cancelled (R44).
+fn resolved_by_cancel(approval: Approval) -> Event {
+    Event::ApprovalResolved(ApprovalResolved {
+        session_id: approval.session_id,
+        request_id: approval.request_id,
+        outcome: Outcome::Cancelled,
+        option_id: None,
+        by: Some(ResolvedBy::Cancel),
+        observed: None,
+    })
 }

@@ -6,61 +6,8 @@ use serde_json::Value;
 
 use super::{PermissionRequest, WireModel};
 
-/// The closed vocabulary of approval subjects and timeline item types (CONTROL.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Subject {
-    Command,
-    FileChange,
-    Read,
-    Search,
-    Fetch,
-    Think,
-    ModeSwitch,
-    Generic,
-}
-
-impl Subject {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Subject::Command => "command",
-            Subject::FileChange => "file_change",
-            Subject::Read => "read",
-            Subject::Search => "search",
-            Subject::Fetch => "fetch",
-            Subject::Think => "think",
-            Subject::ModeSwitch => "mode_switch",
-            Subject::Generic => "generic",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Subject> {
-        Some(match s {
-            "command" => Subject::Command,
-            "file_change" => Subject::FileChange,
-            "read" => Subject::Read,
-            "search" => Subject::Search,
-            "fetch" => Subject::Fetch,
-            "think" => Subject::Think,
-            "mode_switch" => Subject::ModeSwitch,
-            "generic" => Subject::Generic,
-            _ => return None,
-        })
-    }
-
-    /// The subject a *specific* tool kind maps to; `None` for `other`, unknown words and absent.
-    pub fn of_kind(kind: &str) -> Option<Subject> {
-        Some(match kind {
-            "execute" => Subject::Command,
-            "edit" | "delete" | "move" => Subject::FileChange,
-            "read" => Subject::Read,
-            "search" => Subject::Search,
-            "fetch" => Subject::Fetch,
-            "think" => Subject::Think,
-            "switch_mode" => Subject::ModeSwitch,
-            _ => return None,
-        })
-    }
-}
+/// Approval subjects and timeline item types are the vocabulary's words (CONTROL.md).
+pub use acp_vocab::control::Subject;
 
 /// True for a tool kind that names what the tool does (everything but `other`/unknown).
 pub fn is_specific_kind(kind: &str) -> bool {

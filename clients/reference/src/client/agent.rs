@@ -233,14 +233,7 @@ impl Client {
         }
         if answer_cancelled {
             // Spec #44: the turn is cancelled, so a request arriving now is answered cancelled.
-            self.events.push(Event::ApprovalResolved(ApprovalResolved {
-                session_id: approval.session_id,
-                request_id: approval.request_id,
-                outcome: Outcome::Cancelled,
-                option_id: None,
-                by: Some(ResolvedBy::Cancel),
-                observed: None,
-            }));
+            self.events.push(resolved_by_cancel(approval));
             return Ok(Some(cancelled()));
         }
         // MUTANT overwrite-same-tool-call (jupyter-ai-acp-client permission_manager): pending
