@@ -165,16 +165,17 @@ pub fn config() -> RunConfig {
     RunConfig::new(suite::scenarios_dir(None).expect("scenarios")).expect("run config")
 }
 
-/// Cases in flight at once for a real client's whole suite. A real client without an adapter
-/// mostly waits (on step timeouts where it never answers a request, on settle times): chuk-acp
-/// 0.3.2's suite used 9 % of two cores with one case per core (33 s of CPU in 339 s), so four
-/// cases per core keep the machine busy without starving a client's startup.
+/// Cases in flight at once for a real client's whole suite: two per core. A real client without
+/// an adapter mostly waits (on step timeouts where it never answers a request, on settle
+/// times): chuk-acp 0.3.2's suite used 9 % of two cores with one case per core (33 s of CPU in
+/// 339 s). More than two per core starves a Node client's startup on a loaded machine: at
+/// eight cases on two busy cores acpx did not start the agent within the 5 s step timeout.
 /// `ACP_REAL_CLIENT_JOBS=<n>` overrides.
 fn suite_jobs() -> usize {
     std::env::var("ACP_REAL_CLIENT_JOBS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()) * 4)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()) * 2)
         .max(1)
 }
 
