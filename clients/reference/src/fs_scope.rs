@@ -159,11 +159,21 @@ mod tests {
         assert!(grants.check("s", &ws, &file, false, None).is_ok());
         assert!(grants.check("s", &ws, &file, true, None).is_err());
         assert!(grants.check("other", &ws, &file, false, None).is_err());
-        assert!(grants
-            .check("s", &ws, &out.join("../elsewhere"), false, None)
-            .is_err());
-        assert!(grants
-            .check("s", &ws, Path::new("/etc/passwd"), false, Some(Mutant::ServeAnyPath))
-            .is_ok());
+        assert!(
+            grants
+                .check("s", &ws, &out.join("../elsewhere"), false, None)
+                .is_err()
+        );
+        assert!(
+            grants
+                .check(
+                    "s",
+                    &ws,
+                    Path::new("/etc/passwd"),
+                    false,
+                    Some(Mutant::ServeAnyPath)
+                )
+                .is_ok()
+        );
     }
 }

@@ -13,7 +13,8 @@
 //!   a later write the client never answered makes the path unverifiable.
 //! * A read is compared only if no write to that path follows it. With `line`/`limit` the
 //!   expected text is the selected lines with their line terminators; the final terminator may be
-//!   left out. Without them the whole file must come back exactly.
+//!   left out (a CRLF whole, or only its LF: splitting lines on LF keeps the CR). Without them
+//!   the whole file must come back exactly.
 //! * #64 binds the agent (our fake agent); here it decides applicability: a request whose
 //!   capability (`fs.readTextFile`, `fs.writeTextFile`) the client did not advertise is not graded,
 //!   and a case with only such requests is `not_applicable`, with the reason.
@@ -135,11 +136,7 @@ fn verifiable(case: &CaseRecord, path: &Path) -> bool {
         && !case.workspace.as_os_str().is_empty()
 }
 
-fn check_writes(
-    case: &CaseRecord,
-    requests: &[FsRequest<'_, '_>],
-    problems: &mut Problems,
-) {
+fn check_writes(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut Problems) {
     // Per path: the last write answered with success, unless a later write is unanswered.
     let mut last_success: BTreeMap<&Path, Option<&FsRequest<'_, '_>>> = BTreeMap::new();
     for w in requests.iter().filter(|r| r.write) {
@@ -263,8 +260,8 @@ fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut
         };
         let window = line.is_some() || limit.is_some();
         let expected = select_lines(&text, line.unwrap_or(1), limit);
-        let accepted =
-            returned == expected || (window && Some(returned) == strip_final_terminator(&expected));
+        let accepted = returned == expected
+            || (window && without_final_terminator(&expected).contains(&returned));
         if !accepted {
             let what = match (line, limit) {
                 (None, None) => "the whole file".to_owned(),
@@ -297,8 +294,17 @@ fn select_lines(text: &str, line: u64, limit: Option<u64>) -> String {
     text.split_inclusive('\n').skip(skip).take(take).collect()
 }
 
-fn strip_final_terminator(s: &str) -> Option<&str> {
-    s.strip_suffix("\r\n").or_else(|| s.strip_suffix('\n'))
+/// The text with its final line terminator left out: `\r\n` whole, or only its `\n` (a client
+/// that splits lines on `\n` keeps the `\r` as part of the line), or a bare `\n`.
+fn without_final_terminator(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    if let Some(t) = s.strip_suffix("\r\n") {
+        out.push(t);
+    }
+    if let Some(t) = s.strip_suffix('\n') {
+        out.push(t);
+    }
+    out
 }
 
 /// "expected N bytes, got M; first difference at byte K: expected "…" / actual "…"".
@@ -524,6 +530,20 @@ mod tests {
         // One line too many at the end edge, one byte short inside a multi-byte character.
         assert_eq!(run(Some(3), Some(1), "🙂 end\nlast"), Grade::Fail);
         assert_eq!(run(Some(2), Some(1), "日本\n"), Grade::Fail);
+        // A CRLF line at the window's end: with its terminator, without it, or without the LF.
+        let crlf = "a\r\nb\r\n";
+        let run_crlf = |returned: &str| {
+            let mut c = Case::wire_only();
+            c.handshake();
+            read(&c, 10, &p, Some(1), Some(1));
+            ok(&c, 10, json!({"content":returned}));
+            file(&mut c, &p, Some(crlf));
+            c.grade(&Fs).grade
+        };
+        assert_eq!(run_crlf("a\r\n"), Grade::Pass);
+        assert_eq!(run_crlf("a"), Grade::Pass);
+        assert_eq!(run_crlf("a\r"), Grade::Pass);
+        assert_eq!(run_crlf("a\n"), Grade::Fail);
     }
 
     #[test]

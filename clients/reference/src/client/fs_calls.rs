@@ -7,7 +7,11 @@ use super::*;
 
 impl Client {
     /// `fs/read_text_file` or `fs/write_text_file` (`write`), after the scope check.
-    pub(super) async fn on_fs(&mut self, mut params: Value, write: bool) -> Result<Value, RpcError> {
+    pub(super) async fn on_fs(
+        &mut self,
+        mut params: Value,
+        write: bool,
+    ) -> Result<Value, RpcError> {
         let path = fs::absolute_path(&params)?;
         let session_id = params
             .get("sessionId")

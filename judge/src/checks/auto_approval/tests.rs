@@ -336,7 +336,9 @@ fn served(c: &Case, id: u64) -> usize {
 }
 
 fn refused(c: &Case, id: u64) -> usize {
-    c.c2a(json!({"jsonrpc":"2.0","id":id,"error":{"code":-32603,"message":"outside the workspace"}}))
+    c.c2a(
+        json!({"jsonrpc":"2.0","id":id,"error":{"code":-32603,"message":"outside the workspace"}}),
+    )
 }
 
 fn anywhere_reads() -> Value {
@@ -450,7 +452,10 @@ fn an_approved_request_for_the_path_covers_the_fs_call() {
 
 #[test]
 fn a_policy_scoped_anywhere_may_serve_its_kind_outside() {
-    let c = wire_case(Some(anywhere_reads()), json!({"sessionUpdate":"plan","entries":[]}));
+    let c = wire_case(
+        Some(anywhere_reads()),
+        json!({"sessionUpdate":"plan","entries":[]}),
+    );
     fs_call(&c, 10, "fs/read_text_file", "/etc/hosts");
     served(&c, 10);
     assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
