@@ -62,6 +62,9 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("card-dropped-on-progress", &["offered-options"]),
     ("request-after-stop-to-user", &["cancel-stop", "jsonrpc"]),
     ("process-cwd-as-session-cwd", &["session-cwd"]),
+    // Issue 15: file reads, and the client's own fs as a decision.
+    ("read-line-zero-based", &["fs"]),
+    ("serve-any-path", &["auto-approval"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

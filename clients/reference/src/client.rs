@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::approvals::{self, Approval, Approvals};
 use crate::decide::{self, Decider, Policy};
 use crate::fs;
+use crate::fs_scope::FsGrants;
 use crate::mutation::Mutant;
 use crate::rpc::{Connection, Incoming, RpcError};
 use crate::subject::{Subject, classify};
@@ -19,6 +20,7 @@ use crate::timeline::{ItemView, Timeline};
 use acp_vocab::control::{ApprovalResolved, Event, Item, Outcome, ResolvedBy, Turn, TurnState};
 
 mod agent;
+mod fs_calls;
 
 pub const NAME: &str = "acp-reference-client";
 /// The only ACP protocol version this client speaks.
@@ -69,6 +71,8 @@ pub struct Client {
     last_prompted: Option<String>,
     /// What the client approves without asking (its policy and the user's remembered grants).
     decider: Decider,
+    /// Paths outside the workspace that approved requests opened to the agent's fs calls.
+    fs_grants: FsGrants,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -100,6 +104,7 @@ impl Client {
             events: Vec::new(),
             last_prompted: None,
             decider: Decider::new(Policy::for_mutant(mutant), mutant),
+            fs_grants: FsGrants::default(),
         }
     }
 
@@ -383,6 +388,9 @@ impl Client {
         let Some(approval) = self.approvals.take(request_id) else {
             return;
         };
+        if option.is_allow() {
+            self.grant_fs(&approval.session_id, &approval.tool_call_id);
+        }
         if option.kind == "allow_always" {
             // The user's "always": later requests of the same kinds in this session are
             // approved without asking (decide.rs).

@@ -8,9 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
+use crate::mutation::Mutant;
 use crate::rpc::RpcError;
 
-fn absolute_path(params: &Value) -> Result<PathBuf, RpcError> {
+pub fn absolute_path(params: &Value) -> Result<PathBuf, RpcError> {
     let path = params
         .get("path")
         .and_then(Value::as_str)
@@ -47,9 +48,14 @@ pub fn select_lines(text: &str, line: Option<u64>, limit: Option<u64>) -> String
 }
 
 /// `fs/read_text_file {sessionId, path, line?, limit?}` → `{content}`.
-pub async fn read_text_file(params: &Value) -> Result<Value, RpcError> {
+pub async fn read_text_file(params: &Value, mutant: Option<Mutant>) -> Result<Value, RpcError> {
     let path = absolute_path(params)?;
-    let line = positive(params, "line", 1)?;
+    let mut line = positive(params, "line", 1)?;
+    // MUTANT read-line-zero-based (QwenLM/qwen-code vscode-ide-companion acpFileHandler.ts
+    // before 13e242dd): `line` is used as a 0-based index, one line too far.
+    if mutant == Some(Mutant::ReadLineZeroBased) {
+        line = line.map(|l| l + 1);
+    }
     let limit = positive(params, "limit", 0)?;
     let bytes = match tokio::fs::read(&path).await {
         Ok(bytes) => bytes,
@@ -109,7 +115,7 @@ mod tests {
             json!({"path": "/x", "line": 0}),
             json!({"path": "/x", "limit": -1}),
         ] {
-            let err = read_text_file(&params).await.expect_err("invalid");
+            let err = read_text_file(&params, None).await.expect_err("invalid");
             assert_eq!(err.code, -32602, "{params}");
         }
         let err = write_text_file(&json!({"path": "/tmp/x"}))

@@ -18,6 +18,7 @@ pub mod client;
 pub mod control;
 pub mod decide;
 pub mod fs;
+pub mod fs_scope;
 pub mod mutation;
 pub mod rpc;
 pub mod subject;

@@ -36,6 +36,8 @@
 //! | `card-dropped-on-progress` | `client.rs`, `on_session_update` (pending card of an updated tool call) |
 //! | `request-after-stop-to-user` | `client.rs`, `on_permission_request` (a request during a cancel) |
 //! | `process-cwd-as-session-cwd` | `client.rs`, `send_session_new` (`cwd` sent) |
+//! | `read-line-zero-based` | `fs.rs`, `read_text_file` (the first line a read returns) |
+//! | `serve-any-path` | `fs_scope.rs`, `check` (which paths the client serves without asking) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -107,10 +109,19 @@ pub enum Mutant {
     RequestAfterStopToUser,
     /// `session/new` carries the client's own process cwd (formulahendry/vscode-acp#14).
     ProcessCwdAsSessionCwd,
+    /// `fs/read_text_file`'s `line` taken as a 0-based index, so a read starts one line late
+    /// (QwenLM/qwen-code packages/vscode-ide-companion/src/services/acpFileHandler.ts,
+    /// `lines.slice(params.line || 0, …)`, fixed by 13e242dd "ACP spec: `line` is 1-based").
+    ReadLineZeroBased,
+    /// `fs/read_text_file` and `fs/write_text_file` served for any path, `..` and symlinks out of
+    /// the workspace included, without asking (QwenLM/qwen-code
+    /// packages/vscode-ide-companion/src/services/acpFileHandler.ts@13e242dd: `fs.readFile(params.path)`
+    /// with no containment check).
+    ServeAnyPath,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 27] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -136,6 +147,8 @@ impl Mutant {
         Mutant::CardDroppedOnProgress,
         Mutant::RequestAfterStopToUser,
         Mutant::ProcessCwdAsSessionCwd,
+        Mutant::ReadLineZeroBased,
+        Mutant::ServeAnyPath,
     ];
 
     /// The `--mutant` name.
@@ -166,6 +179,8 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => "card-dropped-on-progress",
             Mutant::RequestAfterStopToUser => "request-after-stop-to-user",
             Mutant::ProcessCwdAsSessionCwd => "process-cwd-as-session-cwd",
+            Mutant::ReadLineZeroBased => "read-line-zero-based",
+            Mutant::ServeAnyPath => "serve-any-path",
         }
     }
 
@@ -285,6 +300,17 @@ impl Mutant {
                 "formulahendry/vscode-acp#14 (before the fix): session/new carries the client \
                  process's own cwd, not the folder the user opened"
             }
+            Mutant::ReadLineZeroBased => {
+                "QwenLM/qwen-code vscode-ide-companion acpFileHandler.ts (before 13e242dd, \
+                 \"ACP spec: line is 1-based\"): fs/read_text_file slices from index `line`, so \
+                 line 2 returns the third line onwards"
+            }
+            Mutant::ServeAnyPath => {
+                "QwenLM/qwen-code vscode-ide-companion acpFileHandler.ts@13e242dd: \
+                 fs/read_text_file and fs/write_text_file serve params.path as given, so \
+                 `<outside>/../../../etc/passwd` or a symlink out of the workspace is read \
+                 without asking the user"
+            }
         }
     }
 
@@ -318,6 +344,8 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => &["offered-options"],
             Mutant::RequestAfterStopToUser => &["cancel-stop", "jsonrpc"],
             Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
+            Mutant::ReadLineZeroBased => &["fs"],
+            Mutant::ServeAnyPath => &["auto-approval"],
         }
     }
 }

@@ -26,6 +26,7 @@
 //!   shutdown) → `warn`: the outcome says the turn was cancelled.
 //! * a `reject_*` is always safe.
 
+mod fs_reach;
 mod reach;
 
 use std::collections::BTreeMap;
@@ -51,15 +52,17 @@ impl Check for AutoApproval {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[59, 60, 61]
+        &[59, 60, 61, 120, 121]
     }
 
     fn requirement(&self) -> &'static str {
-        "Every permission answer the user did not give stays within the client's declared policy: only the declared effective tool kinds, only inside the workspace when so scoped, allow_always only when granted."
+        "Every permission answer the user did not give stays within the client's declared policy: only the declared effective tool kinds, only inside the workspace when so scoped, allow_always only when granted; an fs read or write outside the workspace is served only after an approved request for that path or when the policy allows it anywhere."
     }
 
     fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
-        if model.permissions.is_empty() {
+        // The client's own fs decisions (fs_reach.rs) count only outside the workspace.
+        let served_outside = fs_reach::served_outside(model, &case.workspace, &case.symlinks);
+        if model.permissions.is_empty() && served_outside.is_empty() {
             return Finding::not_applicable("scenario sends no permission request");
         }
         let declared = match declared_policy(model) {
@@ -83,6 +86,7 @@ impl Check for AutoApproval {
             symlinks: &case.symlinks,
         };
         let mut problems = Problems::new();
+        judge.own_fs(&served_outside, &mut problems);
         let mut grants: Grants = BTreeMap::new();
         for request in &model.permissions {
             if matches!(request.fault, Some("invalid" | "raw")) {

@@ -13,9 +13,19 @@
 //!   a later write the client never answered makes the path unverifiable.
 //! * A read is compared only if no write to that path follows it. With `line`/`limit` the
 //!   expected text is the selected lines with their line terminators; the final terminator may be
-//!   left out. Without them the whole file must come back exactly.
-//! * #64 binds the agent (our fake agent); here it only decides that refusing a write is fine for
-//!   a client that did not advertise `fs.writeTextFile`.
+//!   left out (a CRLF whole, or only its LF: splitting lines on LF keeps the CR). Without them
+//!   the whole file must come back exactly.
+//! * #64 binds the agent (our fake agent); here it decides applicability: a request whose
+//!   capability (`fs.readTextFile`, `fs.writeTextFile`) the client did not advertise is not graded,
+//!   and a case with only such requests is `not_applicable`, with the reason.
+//! * What a read must return comes from the harness's snapshot of the file after the run
+//!   (`files_after`, read from the disk before the tempdir goes), not from the scenario's
+//!   `[[setup]]`: the snapshot also holds files the client or an earlier write changed, and a
+//!   read is only compared when no write to that path follows it, so the snapshot is the file
+//!   the read saw. A read of a path that does not exist must be answered with an error (#66; the
+//!   spec's code is -32002 resource not found, any error passes here).
+//! * Whether the client may serve a path outside the workspace at all is `auto-approval`'s
+//!   question (R120, R121), not this check's.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
@@ -52,8 +62,22 @@ impl Check for Fs {
         if requests.is_empty() {
             return Finding::not_applicable("scenario sends no fs request");
         }
+        // Capabilities decide applicability: a request of a kind the client did not advertise
+        // is not graded (R64 binds the agent), whatever the client did with it.
+        let (requests, unadvertised): (Vec<_>, Vec<_>) = requests
+            .into_iter()
+            .partition(|r| model.client_fs_capability(r.msg.conn, r.capability()));
+        if requests.is_empty() {
+            let mut missing: Vec<&str> = unadvertised.iter().map(|r| r.capability()).collect();
+            missing.dedup();
+            return Finding::not_applicable(format!(
+                "the client did not advertise fs.{}, so its {} fs request(s) are not graded",
+                missing.join(" or fs."),
+                unadvertised.len()
+            ));
+        }
         let mut problems = Problems::new();
-        check_writes(case, model, &requests, &mut problems);
+        check_writes(case, &requests, &mut problems);
         check_reads(case, &requests, &mut problems);
         problems.finish("")
     }
@@ -70,6 +94,15 @@ struct FsRequest<'m, 'a> {
 }
 
 impl<'m, 'a> FsRequest<'m, 'a> {
+    /// The `clientCapabilities.fs` field that allows this method.
+    fn capability(&self) -> &'static str {
+        if self.write {
+            "writeTextFile"
+        } else {
+            "readTextFile"
+        }
+    }
+
     fn of(model: &WireModel<'a>, msg: &'m WireMsg<'a>) -> Option<Self> {
         let write = match msg.method()? {
             "fs/write_text_file" => true,
@@ -103,12 +136,7 @@ fn verifiable(case: &CaseRecord, path: &Path) -> bool {
         && !case.workspace.as_os_str().is_empty()
 }
 
-fn check_writes(
-    case: &CaseRecord,
-    model: &WireModel<'_>,
-    requests: &[FsRequest<'_, '_>],
-    problems: &mut Problems,
-) {
+fn check_writes(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut Problems) {
     // Per path: the last write answered with success, unless a later write is unanswered.
     let mut last_success: BTreeMap<&Path, Option<&FsRequest<'_, '_>>> = BTreeMap::new();
     for w in requests.iter().filter(|r| r.write) {
@@ -118,7 +146,7 @@ fn check_writes(
             }
             Some((answer, None)) => {
                 let inside = w.path.starts_with(&case.workspace) && verifiable(case, &w.path);
-                if inside && model.client_fs_capability(w.msg.conn, "writeTextFile") {
+                if inside {
                     problems.fail(
                         65,
                         format!(
@@ -232,8 +260,8 @@ fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut
         };
         let window = line.is_some() || limit.is_some();
         let expected = select_lines(&text, line.unwrap_or(1), limit);
-        let accepted =
-            returned == expected || (window && Some(returned) == strip_final_terminator(&expected));
+        let accepted = returned == expected
+            || (window && without_final_terminator(&expected).contains(&returned));
         if !accepted {
             let what = match (line, limit) {
                 (None, None) => "the whole file".to_owned(),
@@ -266,8 +294,17 @@ fn select_lines(text: &str, line: u64, limit: Option<u64>) -> String {
     text.split_inclusive('\n').skip(skip).take(take).collect()
 }
 
-fn strip_final_terminator(s: &str) -> Option<&str> {
-    s.strip_suffix("\r\n").or_else(|| s.strip_suffix('\n'))
+/// The text with its final line terminator left out: `\r\n` whole, or only its `\n` (a client
+/// that splits lines on `\n` keeps the `\r` as part of the line), or a bare `\n`.
+fn without_final_terminator(s: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    if let Some(t) = s.strip_suffix("\r\n") {
+        out.push(t);
+    }
+    if let Some(t) = s.strip_suffix('\n') {
+        out.push(t);
+    }
+    out
 }
 
 /// "expected N bytes, got M; first difference at byte K: expected "…" / actual "…"".
@@ -388,7 +425,11 @@ mod tests {
         c.c2a(
             json!({"jsonrpc":"2.0","id":10,"error":{"code":-32601,"message":"Method not found"}}),
         );
-        assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+        assert_grade(
+            &c.grade(&Fs),
+            Grade::NotApplicable,
+            "did not advertise fs.writeTextFile",
+        );
 
         // Outside the workspace a refusal is the client's right.
         let c = Case::wire_only();
@@ -447,6 +488,105 @@ mod tests {
         ok(&c, 11, json!({}));
         file(&mut c, &p, Some("new"));
         assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn a_missing_file_must_be_an_error() {
+        let p = format!("{WS}/missing.txt");
+        let run = |answer: Value| {
+            let mut c = Case::wire_only();
+            c.handshake();
+            read(&c, 10, &p, None, None);
+            c.c2a(answer);
+            file(&mut c, &p, None);
+            c.grade(&Fs)
+        };
+        let not_found = json!({"jsonrpc":"2.0","id":10,"error":{"code":-32002,"message":"Resource not found","data":{"uri":p}}});
+        assert_eq!(run(not_found).grade, Grade::Pass);
+        // Empty content for a file that is not there (a client that maps ENOENT to "").
+        assert_grade(
+            &run(json!({"jsonrpc":"2.0","id":10,"result":{"content":""}})),
+            Grade::Fail,
+            "which does not exist. Expected an error",
+        );
+    }
+
+    #[test]
+    fn multibyte_lines_and_window_edges() {
+        let p = format!("{WS}/i18n.txt");
+        let body = "héllo\n日本語\n🙂 end\nlast";
+        let run = |line: Option<u64>, limit: Option<u64>, returned: &str| {
+            let mut c = Case::wire_only();
+            c.handshake();
+            read(&c, 10, &p, line, limit);
+            ok(&c, 10, json!({"content":returned}));
+            file(&mut c, &p, Some(body));
+            c.grade(&Fs).grade
+        };
+        assert_eq!(run(Some(2), Some(2), "日本語\n🙂 end\n"), Grade::Pass);
+        assert_eq!(run(Some(4), Some(1), "last"), Grade::Pass);
+        assert_eq!(run(Some(1), Some(4), body), Grade::Pass);
+        assert_eq!(run(Some(5), Some(1), ""), Grade::Pass);
+        // One line too many at the end edge, one byte short inside a multi-byte character.
+        assert_eq!(run(Some(3), Some(1), "🙂 end\nlast"), Grade::Fail);
+        assert_eq!(run(Some(2), Some(1), "日本\n"), Grade::Fail);
+        // A CRLF line at the window's end: with its terminator, without it, or without the LF.
+        let crlf = "a\r\nb\r\n";
+        let run_crlf = |returned: &str| {
+            let mut c = Case::wire_only();
+            c.handshake();
+            read(&c, 10, &p, Some(1), Some(1));
+            ok(&c, 10, json!({"content":returned}));
+            file(&mut c, &p, Some(crlf));
+            c.grade(&Fs).grade
+        };
+        assert_eq!(run_crlf("a\r\n"), Grade::Pass);
+        assert_eq!(run_crlf("a"), Grade::Pass);
+        assert_eq!(run_crlf("a\r"), Grade::Pass);
+        assert_eq!(run_crlf("a\n"), Grade::Fail);
+    }
+
+    #[test]
+    fn a_huge_answer_fails_with_a_bounded_message() {
+        let p = format!("{WS}/small.txt");
+        let mut c = Case::wire_only();
+        c.handshake();
+        read(&c, 10, &p, None, None);
+        let huge = "x".repeat(8 << 20);
+        ok(&c, 10, json!({ "content": huge }));
+        file(&mut c, &p, Some("small\n"));
+        let finding = c.grade(&Fs);
+        assert_grade(&finding, Grade::Fail, "expected 6 bytes, got 8388608");
+        assert!(finding.message.len() < 1000, "{}", finding.message.len());
+    }
+
+    #[test]
+    fn a_non_utf8_answer_is_no_answer_here() {
+        // Bytes that are not UTF-8 are not a JSON-RPC response: `jsonrpc` reports the request
+        // unanswered; the fs check has no content to compare and does not panic.
+        let p = format!("{WS}/a.txt");
+        let mut c = Case::wire_only();
+        c.handshake();
+        read(&c, 10, &p, None, None);
+        c.c2a_raw(b"{\"jsonrpc\":\"2.0\",\"id\":10,\"result\":{\"content\":\"\xff\xfe\"}}");
+        file(&mut c, &p, Some("right\n"));
+        assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn unadvertised_capability_is_not_applicable_never_pass_or_fail() {
+        let p = format!("{WS}/a.txt");
+        let mut c = Case::wire_only();
+        c.c2a(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"writeTextFile":true}}}}));
+        read(&c, 10, &p, Some(1), Some(1));
+        // Served anyway, and wrongly: still not graded (the agent broke R64, not the client).
+        ok(&c, 10, json!({"content":"wrong"}));
+        file(&mut c, &p, Some("right\n"));
+        assert_grade(
+            &c.grade(&Fs),
+            Grade::NotApplicable,
+            "did not advertise fs.readTextFile, so its 1 fs request(s) are not graded",
+        );
     }
 
     #[test]

@@ -21,11 +21,7 @@ impl Client {
 
     pub async fn on_agent(&mut self, incoming: Incoming<Purpose>) {
         match incoming {
-            Incoming::Request {
-                id,
-                method,
-                mut params,
-            } => {
+            Incoming::Request { id, method, params } => {
                 let result = match method.as_str() {
                     "session/request_permission" => {
                         // Answered now (an error, or cancelled during a cancel) or on choose/cancel.
@@ -35,29 +31,8 @@ impl Client {
                             Err(e) => Err(e),
                         }
                     }
-                    "fs/read_text_file" => fs::read_text_file(&params).await,
-                    "fs/write_text_file" => {
-                        // MUTANT editor-save-hooks (Zed ensure_final_newline_on_save and
-                        // remove_trailing_whitespace_on_save, on by default): the write goes
-                        // through the editor buffer's save hooks, which rewrite the content.
-                        if self.mutant == Some(Mutant::EditorSaveHooks) {
-                            if let Some(text) = params.get("content").and_then(Value::as_str) {
-                                let mut saved: String = text
-                                    .split_inclusive('\n')
-                                    .map(|line| {
-                                        let body = line.strip_suffix('\n').unwrap_or(line);
-                                        let ending = &line[body.len()..];
-                                        format!("{}{ending}", body.trim_end_matches([' ', '\t']))
-                                    })
-                                    .collect();
-                                if !saved.ends_with('\n') {
-                                    saved.push('\n');
-                                }
-                                params["content"] = Value::String(saved);
-                            }
-                        }
-                        fs::write_text_file(&params).await
-                    }
+                    "fs/read_text_file" => self.on_fs(params, false).await,
+                    "fs/write_text_file" => self.on_fs(params, true).await,
                     // We advertise no terminal and no elicitation; extensions are unknown too.
                     _ => Err(RpcError::method_not_found(&method)),
                 };
@@ -129,6 +104,12 @@ impl Client {
                     by: Some(ResolvedBy::Policy),
                     observed: None,
                 }));
+                let allows = options
+                    .iter()
+                    .any(|o| o.option_id == option_id && o.is_allow());
+                if allows {
+                    self.grant_fs(session_id, tool_call_id);
+                }
                 return Ok(Some(selected(&option_id)));
             }
         }

@@ -320,3 +320,148 @@ fn a_request_answered_twice_is_judged_on_its_first_answer() {
     c.select(json!(0), "once");
     assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
 }
+
+// ---- The client's own fs decisions (fs_reach.rs, R120/R121) ----
+
+fn fs_call(c: &Case, id: u64, method: &str, path: &str) -> usize {
+    let mut params = json!({"sessionId":SID,"path":path});
+    if method == "fs/write_text_file" {
+        params["content"] = json!("x");
+    }
+    c.a2c(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+}
+
+fn served(c: &Case, id: u64) -> usize {
+    c.c2a(json!({"jsonrpc":"2.0","id":id,"result":{"content":"root:x:0:0"}}))
+}
+
+fn refused(c: &Case, id: u64) -> usize {
+    c.c2a(
+        json!({"jsonrpc":"2.0","id":id,"error":{"code":-32603,"message":"outside the workspace"}}),
+    )
+}
+
+fn anywhere_reads() -> Value {
+    json!({"type":"declared_policy","source":"profile","name":"reads-anywhere",
+           "policy":{"approves":["read"],"scope":"anywhere","allowAlways":false}})
+}
+
+#[test]
+fn an_unasked_read_outside_the_workspace_fails_whatever_the_path_trick() {
+    let outside = [
+        "/tmp/case/outside/../../../etc/passwd".to_owned(),
+        "/etc/passwd".to_owned(),
+        format!("{WS}-evil/secret"),
+        format!("{WS}/docs/secret"), // through the symlink below
+    ];
+    for path in outside {
+        for policy in [None, Some(read_only())] {
+            let mut c = Case::wire_only();
+            c.symlinks
+                .insert(format!("{WS}/docs").into(), "/tmp/case/outside".into());
+            if let Some(p) = policy {
+                c.note(p);
+            }
+            c.handshake();
+            c.prompt();
+            fs_call(&c, 10, "fs/read_text_file", &path);
+            served(&c, 10);
+            let f = c.grade(&AutoApproval);
+            assert_grade(&f, Grade::Fail, "was served at #");
+            assert_eq!(f.rule, Some(120), "{path}: {f:?}");
+            // Refusing it is always safe.
+            let c = Case::wire_only();
+            c.handshake();
+            fs_call(&c, 10, "fs/read_text_file", &path);
+            refused(&c, 10);
+            assert_eq!(c.grade(&AutoApproval).grade, Grade::NotApplicable, "{path}");
+        }
+    }
+}
+
+#[test]
+fn inside_the_workspace_the_fs_is_never_judged() {
+    let c = Case::wire_only();
+    c.handshake();
+    fs_call(&c, 10, "fs/read_text_file", &format!("{WS}/src/../a.md"));
+    served(&c, 10);
+    fs_call(&c, 11, "fs/write_text_file", &format!("{WS}/new/dir/b.md"));
+    c.c2a(json!({"jsonrpc":"2.0","id":11,"result":{}}));
+    assert_grade(
+        &c.grade(&AutoApproval),
+        Grade::NotApplicable,
+        "no permission request",
+    );
+}
+
+#[test]
+fn an_approved_request_for_the_path_covers_the_fs_call() {
+    let path = "/tmp/case/outside/notes.txt";
+    let read_call = json!({"toolCallId":"t","kind":"read","title":"ReadFile: notes.txt",
+                           "locations":[{"path":path}]});
+    // The user allowed it: the read that follows is fine.
+    let c = Case::new();
+    c.handshake();
+    c.prompt();
+    c.permission(json!(0), read_call.clone(), opts3());
+    c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"once"}));
+    c.select(json!(0), "once");
+    fs_call(&c, 10, "fs/read_text_file", path);
+    served(&c, 10);
+    assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
+    // … but not a write there (a read approval grants no write) …
+    fs_call(&c, 11, "fs/write_text_file", path);
+    c.c2a(json!({"jsonrpc":"2.0","id":11,"result":{}}));
+    let f = c.grade(&AutoApproval);
+    assert_eq!(f.rule, Some(121), "{f:?}");
+    // … nor another file, nor a read after a reject.
+    let c = Case::new();
+    c.handshake();
+    c.prompt();
+    c.permission(json!(0), read_call.clone(), opts3());
+    c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"reject"}));
+    c.select(json!(0), "reject");
+    fs_call(&c, 10, "fs/read_text_file", path);
+    served(&c, 10);
+    assert_eq!(c.grade(&AutoApproval).rule, Some(120));
+    let c = Case::new();
+    c.handshake();
+    c.prompt();
+    c.permission(json!(0), read_call, opts3());
+    c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"once"}));
+    c.select(json!(0), "once");
+    fs_call(&c, 10, "fs/read_text_file", "/tmp/case/outside/other.txt");
+    served(&c, 10);
+    assert_eq!(c.grade(&AutoApproval).rule, Some(120));
+    // A directory approval (opencode's external_directory parentDir) covers what is below it.
+    let c = Case::new();
+    c.handshake();
+    c.prompt();
+    c.permission(
+        json!(0),
+        json!({"toolCallId":"t","kind":"other","title":"/tmp/case/outside",
+               "rawInput":{"parentDir":"/tmp/case/outside"}}),
+        opts3(),
+    );
+    c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"once"}));
+    c.select(json!(0), "once");
+    fs_call(&c, 10, "fs/write_text_file", path);
+    c.c2a(json!({"jsonrpc":"2.0","id":10,"result":{}}));
+    assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
+}
+
+#[test]
+fn a_policy_scoped_anywhere_may_serve_its_kind_outside() {
+    let c = wire_case(
+        Some(anywhere_reads()),
+        json!({"sessionUpdate":"plan","entries":[]}),
+    );
+    fs_call(&c, 10, "fs/read_text_file", "/etc/hosts");
+    served(&c, 10);
+    assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
+    fs_call(&c, 11, "fs/write_text_file", "/etc/hosts");
+    c.c2a(json!({"jsonrpc":"2.0","id":11,"result":{}}));
+    let f = c.grade(&AutoApproval);
+    assert_grade(&f, Grade::Fail, "fs/write_text_file #");
+    assert_eq!(f.rule, Some(121));
+}
