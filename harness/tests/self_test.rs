@@ -62,6 +62,11 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("card-dropped-on-progress", &["offered-options"]),
     ("request-after-stop-to-user", &["cancel-stop", "jsonrpc"]),
     ("process-cwd-as-session-cwd", &["session-cwd"]),
+    // session lifecycle
+    ("register-after-load", &["session-load"]),
+    ("replay-shown-twice", &["session-load"]),
+    ("replay-user-as-agent", &["session-load"]),
+    ("ungated-resume", &["initialize"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

@@ -18,6 +18,7 @@ pub mod client;
 pub mod control;
 pub mod decide;
 pub mod fs;
+pub mod history;
 pub mod mutation;
 pub mod rpc;
 pub mod subject;

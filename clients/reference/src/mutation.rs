@@ -36,6 +36,10 @@
 //! | `card-dropped-on-progress` | `client.rs`, `on_session_update` (pending card of an updated tool call) |
 //! | `request-after-stop-to-user` | `client.rs`, `on_permission_request` (a request during a cancel) |
 //! | `process-cwd-as-session-cwd` | `client.rs`, `send_session_new` (`cwd` sent) |
+//! | `register-after-load` | `client/sessions.rs`, `send_reopen` (when a loaded session gets its id) |
+//! | `replay-shown-twice` | `client/sessions.rs`, `on_reopened` (the history shown) |
+//! | `replay-user-as-agent` | `history.rs`, `apply` (whose message a replayed user chunk is) |
+//! | `ungated-resume` | `client/sessions.rs`, `send_reopen` (the capability check) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -107,10 +111,23 @@ pub enum Mutant {
     RequestAfterStopToUser,
     /// `session/new` carries the client's own process cwd (formulahendry/vscode-acp#14).
     ProcessCwdAsSessionCwd,
+    // ----- session lifecycle
+    /// A loaded session is registered only when `session/load` answers, so the history the agent
+    /// replays before the answer is dropped (zed-industries/zed#54431).
+    RegisterAfterLoad,
+    /// The kept transcript is shown and the replay appended to it: every entry twice
+    /// (mrmans0n/alas#406).
+    ReplayShownTwice,
+    /// A replayed `user_message_chunk` is not shown as the user's message
+    /// (raphaeltm/simple-agent-manager#79).
+    ReplayUserAsAgent,
+    /// `session/resume` is sent whatever the agent advertised (the shape of
+    /// modelcontextprotocol/python-sdk#2689).
+    UngatedResume,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 29] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -136,6 +153,10 @@ impl Mutant {
         Mutant::CardDroppedOnProgress,
         Mutant::RequestAfterStopToUser,
         Mutant::ProcessCwdAsSessionCwd,
+        Mutant::RegisterAfterLoad,
+        Mutant::ReplayShownTwice,
+        Mutant::ReplayUserAsAgent,
+        Mutant::UngatedResume,
     ];
 
     /// The `--mutant` name.
@@ -166,6 +187,10 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => "card-dropped-on-progress",
             Mutant::RequestAfterStopToUser => "request-after-stop-to-user",
             Mutant::ProcessCwdAsSessionCwd => "process-cwd-as-session-cwd",
+            Mutant::RegisterAfterLoad => "register-after-load",
+            Mutant::ReplayShownTwice => "replay-shown-twice",
+            Mutant::ReplayUserAsAgent => "replay-user-as-agent",
+            Mutant::UngatedResume => "ungated-resume",
         }
     }
 
@@ -285,6 +310,26 @@ impl Mutant {
                 "formulahendry/vscode-acp#14 (before the fix): session/new carries the client \
                  process's own cwd, not the folder the user opened"
             }
+            Mutant::RegisterAfterLoad => {
+                "zed-industries/zed#54431 (before the fix): the session is inserted only after \
+                 session/load resolves, so the session/update replay the agent sends before its \
+                 answer finds no session and is dropped"
+            }
+            Mutant::ReplayShownTwice => {
+                "mrmans0n/alas#406 (before the fix): reopening a session shows the transcript \
+                 the client kept and then appends the agent's session/load replay of it, so \
+                 the conversation appears twice"
+            }
+            Mutant::ReplayUserAsAgent => {
+                "raphaeltm/simple-agent-manager#79 (before the fix): a replayed \
+                 user_message_chunk is not rendered as the user's message (it fell through to a \
+                 raw fallback); here it shows in the agent's voice"
+            }
+            Mutant::UngatedResume => {
+                "capability-gated calls made whatever the peer advertised (the shape of \
+                 modelcontextprotocol/python-sdk#2689): session/resume is sent to an agent \
+                 without sessionCapabilities.resume"
+            }
         }
     }
 
@@ -318,6 +363,10 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => &["offered-options"],
             Mutant::RequestAfterStopToUser => &["cancel-stop", "jsonrpc"],
             Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
+            Mutant::RegisterAfterLoad => &["session-load"],
+            Mutant::ReplayShownTwice => &["session-load"],
+            Mutant::ReplayUserAsAgent => &["session-load"],
+            Mutant::UngatedResume => &["initialize"],
         }
     }
 }

@@ -115,7 +115,8 @@ pub(super) fn parse_control(json: &Value) -> Control<'_> {
         Some("cancel") => s("session").map(|session| Control::Cancel { seq, session }),
         Some("shutdown") => Some(Control::Shutdown { seq }),
         Some("hello") => Some(Control::Hello),
-        Some("session_opened") => (|| {
+        // A reopened session (session lifecycle) maps its handle like a new one.
+        Some("session_opened" | "session_loaded") => (|| {
             Some(Control::SessionOpened {
                 session: s("session")?,
                 session_id: s("sessionId")?,
