@@ -109,6 +109,23 @@ pub enum UserAction {
         session: String,
         pending_request: Option<Value>,
     },
+    // ----- session lifecycle
+    LoadSession {
+        session: String,
+        session_id: String,
+        cwd: String,
+    },
+    ResumeSession {
+        session: String,
+        session_id: String,
+        cwd: String,
+    },
+    ListSessions {
+        cwd: Option<String>,
+    },
+    CloseSession {
+        session: String,
+    },
 }
 
 /// Carries out user actions (the control plane, or instructions printed for a person).

@@ -99,6 +99,19 @@ pub fn instruction(action: &UserAction) -> String {
             ..
         } => format!("while the approval for request {id} is shown, press Stop (cancel the turn)"),
         UserAction::Cancel { .. } => "press Stop (cancel the turn)".to_owned(),
+        // session lifecycle
+        UserAction::LoadSession {
+            session_id, cwd, ..
+        } => {
+            format!("reopen the earlier session {session_id} (with its history) in {cwd}")
+        }
+        UserAction::ResumeSession {
+            session_id, cwd, ..
+        } => {
+            format!("resume the earlier session {session_id} (without its history) in {cwd}")
+        }
+        UserAction::ListSessions { .. } => "open the list of earlier sessions".to_owned(),
+        UserAction::CloseSession { .. } => "close the session".to_owned(),
     }
 }
 

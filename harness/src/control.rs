@@ -50,6 +50,10 @@ struct State {
     approvals: Vec<Value>,
     resolved: Vec<ApprovalResolved>,
     errors: Vec<(Option<u64>, String)>,
+    /// `list_sessions` commands answered (`sessions_listed` seq) and sessions shown closed
+    /// (handles): session lifecycle.
+    listed: Vec<u64>,
+    closed: Vec<String>,
     /// `prompt` commands sent, and `turn` events that ended a turn: the client has settled when
     /// every prompt's turn has ended.
     prompts_sent: usize,
@@ -395,7 +399,80 @@ impl UserDriver for ControlPlane {
                 self.send(Command::Cancel { seq: 0, session }).await?;
                 Ok(())
             }
+            // ----- session lifecycle: each command waits for its event, or for the client's
+            // `error` about it (a load the agent refused is the client's to show, and the
+            // `session-load` check's to grade, not a failed user action).
+            UserAction::LoadSession {
+                session,
+                session_id,
+                cwd,
+            } => {
+                let seq = self
+                    .send(Command::LoadSession {
+                        seq: 0,
+                        session: session.clone(),
+                        session_id,
+                        cwd,
+                    })
+                    .await?;
+                self.opened_or_error(&session, seq, timeout).await
+            }
+            UserAction::ResumeSession {
+                session,
+                session_id,
+                cwd,
+            } => {
+                let seq = self
+                    .send(Command::ResumeSession {
+                        seq: 0,
+                        session: session.clone(),
+                        session_id,
+                        cwd,
+                    })
+                    .await?;
+                self.opened_or_error(&session, seq, timeout).await
+            }
+            UserAction::ListSessions { cwd } => {
+                let seq = self.send(Command::ListSessions { seq: 0, cwd }).await?;
+                let what = format!("sessions_listed (or an error) for list_sessions #{seq}");
+                self.wait_for(timeout, &what, |s| {
+                    (s.listed.contains(&seq) || Self::error_for(s, seq).is_some()).then_some(())
+                })
+                .await
+            }
+            UserAction::CloseSession { session } => {
+                self.session_opened(&session, timeout).await?;
+                let seq = self
+                    .send(Command::CloseSession {
+                        seq: 0,
+                        session: session.clone(),
+                    })
+                    .await?;
+                let what = format!("session_closed (or an error) for session {session:?}");
+                self.wait_for(timeout, &what, |s| {
+                    (s.closed.contains(&session) || Self::error_for(s, seq).is_some()).then_some(())
+                })
+                .await
+            }
         }
+    }
+}
+
+impl ControlPlane {
+    /// Session lifecycle: waits until the reopened session `handle` is shown, or the client
+    /// reported an error for command `seq`.
+    async fn opened_or_error(
+        &self,
+        handle: &str,
+        seq: u64,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let what = format!("session_loaded (or an error) for session {handle:?}");
+        self.wait_for(timeout, &what, |s| {
+            (Self::session_id(s, handle).is_some() || Self::error_for(s, seq).is_some())
+                .then_some(())
+        })
+        .await
     }
 }
 
@@ -481,6 +558,10 @@ fn apply_event(st: &mut State, event: Event, index: usize) {
         Event::Approval(a) => st.approvals.push(a.request_id),
         Event::ApprovalResolved(r) => st.resolved.push(r),
         Event::Error { seq, message } => st.errors.push((seq, message)),
+        // session lifecycle: a reopened session takes prompts like a new one.
+        Event::SessionLoaded(l) => st.sessions.push((l.session, l.session_id)),
+        Event::SessionsListed { seq, .. } => st.listed.push(seq),
+        Event::SessionClosed { session, .. } => st.closed.push(session),
         Event::Turn(t) if t.state.is_end() => st.turns_ended += 1,
         // item and running turns are only recorded: the checks read them from the transcript.
         Event::Item(_) | Event::Turn(_) => {}

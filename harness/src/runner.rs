@@ -276,29 +276,44 @@ async fn run_case_inner(
                 Err(HandshakeError::NoHello(reason)) => RunEnd::Incomplete { step: 0, reason },
                 Ok(supports) => {
                     record.control_supports = supports;
+                    // Session lifecycle: an adapter that cannot reopen, list or close sessions
+                    // cannot play a scenario that asks it to; nothing of it is judged.
+                    let missing = case
+                        .scenario
+                        .lifecycle_commands()
+                        .into_iter()
+                        .find(|c| !record.control_supports.iter().any(|s| s == c));
                     let run = engine::run(case, &engine_cfg, &mut connector, &mut plane, rec);
-                    match tokio::time::timeout_at(deadline, run).await {
-                        Ok(outcome) => {
-                            keep_alive = outcome.keep_alive;
-                            readers = outcome.readers;
-                            match (plane.protocol_error(), outcome.end) {
-                                (Some(reason), _) => RunEnd::AdapterError { reason },
-                                // Say why nothing more could happen.
-                                (None, RunEnd::Incomplete { step, reason })
-                                    if plane.stdout_closed()
-                                        && !reason.contains("closed its stdout") =>
-                                {
-                                    RunEnd::Incomplete {
-                                        step,
-                                        reason: format!(
-                                            "{reason} (the adapter had closed its stdout)"
-                                        ),
+                    match missing {
+                        Some(command) => RunEnd::NotApplicable {
+                            reason: format!(
+                                "the client's adapter does not support `{command}` (hello.supports), so the user cannot ask it to {}",
+                                crate::wire_only::lifecycle_words(command)
+                            ),
+                        },
+                        None => match tokio::time::timeout_at(deadline, run).await {
+                            Ok(outcome) => {
+                                keep_alive = outcome.keep_alive;
+                                readers = outcome.readers;
+                                match (plane.protocol_error(), outcome.end) {
+                                    (Some(reason), _) => RunEnd::AdapterError { reason },
+                                    // Say why nothing more could happen.
+                                    (None, RunEnd::Incomplete { step, reason })
+                                        if plane.stdout_closed()
+                                            && !reason.contains("closed its stdout") =>
+                                    {
+                                        RunEnd::Incomplete {
+                                            step,
+                                            reason: format!(
+                                                "{reason} (the adapter had closed its stdout)"
+                                            ),
+                                        }
                                     }
+                                    (None, end) => end,
                                 }
-                                (None, end) => end,
                             }
-                        }
-                        Err(_) => case_timeout(cfg),
+                            Err(_) => case_timeout(cfg),
+                        },
                     }
                 }
             };

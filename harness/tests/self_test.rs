@@ -65,6 +65,11 @@ const MUTANTS: &[(&str, &[&str])] = &[
     // Issue 15: file reads, and the client's own fs as a decision.
     ("read-line-zero-based", &["fs"]),
     ("serve-any-path", &["auto-approval"]),
+    // session lifecycle
+    ("register-after-load", &["session-load"]),
+    ("replay-shown-twice", &["session-load"]),
+    ("replay-user-as-agent", &["session-load"]),
+    ("ungated-resume", &["initialize"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

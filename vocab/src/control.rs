@@ -47,6 +47,33 @@ pub enum Command {
     },
     /// Press Stop in the session.
     Cancel { seq: u64, session: String },
+    // ----- session lifecycle (reopen, list, close: see `sessions.rs` in the reference client) --
+    /// Reopen the earlier ACP session `session_id` in `cwd` with its history (`session/load`),
+    /// under the harness handle `session` (the adapter answers `session_loaded` or `error`).
+    LoadSession {
+        seq: u64,
+        session: String,
+        #[serde(rename = "sessionId")]
+        session_id: String,
+        cwd: String,
+    },
+    /// Reopen the earlier ACP session `session_id` without its history (`session/resume`).
+    ResumeSession {
+        seq: u64,
+        session: String,
+        #[serde(rename = "sessionId")]
+        session_id: String,
+        cwd: String,
+    },
+    /// Show the agent's earlier sessions (`session/list`; the adapter answers `sessions_listed`).
+    ListSessions {
+        seq: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<String>,
+    },
+    /// Close the session (`session/close`; the adapter answers `session_closed`).
+    CloseSession { seq: u64, session: String },
+    // ----- end of session lifecycle ------------------------------------------------------------
     /// Quit.
     Shutdown { seq: u64 },
 }
@@ -59,14 +86,33 @@ pub enum CommandType {
     Prompt,
     Choose,
     Cancel,
+    // session lifecycle
+    LoadSession,
+    ResumeSession,
+    ListSessions,
+    CloseSession,
 }
 
 impl CommandType {
-    pub const ALL: [CommandType; 4] = [
+    /// The commands every scenario may need: open, prompt, choose, Stop.
+    pub const BASIC: [CommandType; 4] = [
         CommandType::NewSession,
         CommandType::Prompt,
         CommandType::Choose,
         CommandType::Cancel,
+    ];
+
+    /// Every command type.
+    pub const ALL: [CommandType; 8] = [
+        CommandType::NewSession,
+        CommandType::Prompt,
+        CommandType::Choose,
+        CommandType::Cancel,
+        // session lifecycle
+        CommandType::LoadSession,
+        CommandType::ResumeSession,
+        CommandType::ListSessions,
+        CommandType::CloseSession,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -75,6 +121,11 @@ impl CommandType {
             CommandType::Prompt => "prompt",
             CommandType::Choose => "choose",
             CommandType::Cancel => "cancel",
+            // session lifecycle
+            CommandType::LoadSession => "load_session",
+            CommandType::ResumeSession => "resume_session",
+            CommandType::ListSessions => "list_sessions",
+            CommandType::CloseSession => "close_session",
         }
     }
 }
@@ -86,6 +137,10 @@ impl Command {
             | Command::Prompt { seq, .. }
             | Command::Choose { seq, .. }
             | Command::Cancel { seq, .. }
+            | Command::LoadSession { seq, .. }
+            | Command::ResumeSession { seq, .. }
+            | Command::ListSessions { seq, .. }
+            | Command::CloseSession { seq, .. }
             | Command::Shutdown { seq } => *seq,
         }
     }
@@ -97,6 +152,10 @@ impl Command {
             | Command::Prompt { seq, .. }
             | Command::Choose { seq, .. }
             | Command::Cancel { seq, .. }
+            | Command::LoadSession { seq, .. }
+            | Command::ResumeSession { seq, .. }
+            | Command::ListSessions { seq, .. }
+            | Command::CloseSession { seq, .. }
             | Command::Shutdown { seq } => *seq = n,
         }
         self
@@ -109,6 +168,10 @@ impl Command {
             Command::Prompt { .. } => "prompt",
             Command::Choose { .. } => "choose",
             Command::Cancel { .. } => "cancel",
+            Command::LoadSession { .. } => "load_session",
+            Command::ResumeSession { .. } => "resume_session",
+            Command::ListSessions { .. } => "list_sessions",
+            Command::CloseSession { .. } => "close_session",
             Command::Shutdown { .. } => "shutdown",
         }
     }
@@ -139,6 +202,21 @@ pub enum Event {
     ApprovalResolved(ApprovalResolved),
     /// The state the client shows a session's turn in.
     Turn(Turn),
+    // ----- session lifecycle ---------------------------------------------------------------------
+    /// The earlier session `session_id` is open again under handle `session`, showing `history`.
+    SessionLoaded(SessionLoaded),
+    /// The earlier sessions the client shows (answer to `list_sessions` command `seq`).
+    SessionsListed {
+        seq: u64,
+        sessions: Vec<ListedSession>,
+    },
+    /// The session is closed.
+    SessionClosed {
+        session: String,
+        #[serde(rename = "sessionId")]
+        session_id: String,
+    },
+    // ----- end of session lifecycle --------------------------------------------------------------
     /// The adapter could not do what command `seq` asked.
     Error {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,6 +235,9 @@ impl Event {
             Event::Approval(_) => "approval",
             Event::ApprovalResolved(_) => "approval_resolved",
             Event::Turn(_) => "turn",
+            Event::SessionLoaded(_) => "session_loaded",
+            Event::SessionsListed { .. } => "sessions_listed",
+            Event::SessionClosed { .. } => "session_closed",
             Event::Error { .. } => "error",
         }
     }
@@ -168,7 +249,12 @@ impl Event {
             Event::Approval(e) => e.observed.as_ref(),
             Event::ApprovalResolved(e) => e.observed.as_ref(),
             Event::Turn(e) => e.observed.as_ref(),
-            Event::Hello(_) | Event::SessionOpened { .. } | Event::Error { .. } => None,
+            Event::Hello(_)
+            | Event::SessionOpened { .. }
+            | Event::SessionLoaded(_)
+            | Event::SessionsListed { .. }
+            | Event::SessionClosed { .. }
+            | Event::Error { .. } => None,
         }
     }
 
@@ -180,7 +266,12 @@ impl Event {
             Event::Approval(e) => &mut e.observed,
             Event::ApprovalResolved(e) => &mut e.observed,
             Event::Turn(e) => &mut e.observed,
-            Event::Hello(_) | Event::SessionOpened { .. } | Event::Error { .. } => return false,
+            Event::Hello(_)
+            | Event::SessionOpened { .. }
+            | Event::SessionLoaded(_)
+            | Event::SessionsListed { .. }
+            | Event::SessionClosed { .. }
+            | Event::Error { .. } => return false,
         };
         *slot = Some(observed);
         true
@@ -485,4 +576,78 @@ pub struct Turn {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<Observed>,
+}
+
+// ----- session lifecycle -------------------------------------------------------------------------
+
+/// How an earlier session was reopened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reopen {
+    /// `session/load`: the agent replays the history.
+    Load,
+    /// `session/resume`: no replay.
+    Resume,
+}
+
+/// `session_loaded`: what the reopened session shows once the agent answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionLoaded {
+    pub session: String,
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    pub how: Reopen,
+    /// The session's timeline as the client shows it now, oldest first.
+    pub history: Vec<HistoryEntry>,
+}
+
+/// What one history entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryKind {
+    /// A message of the user (`user_message_chunk`s).
+    UserMessage,
+    /// A message of the agent (`agent_message_chunk`s).
+    AgentMessage,
+    /// The agent's thinking (`agent_thought_chunk`s).
+    AgentThought,
+    /// A tool call (`tool_call` / `tool_call_update`), one entry per `toolCallId`.
+    ToolCall,
+}
+
+impl HistoryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HistoryKind::UserMessage => "user_message",
+            HistoryKind::AgentMessage => "agent_message",
+            HistoryKind::AgentThought => "agent_thought",
+            HistoryKind::ToolCall => "tool_call",
+        }
+    }
+}
+
+/// One entry of a session's timeline: a message (its text, every chunk in order) or a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub kind: HistoryKind,
+    /// The text of a message (its chunks' text contents, concatenated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(
+        rename = "toolCallId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tool_call_id: Option<String>,
+}
+
+/// One earlier session as the client lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListedSession {
+    #[serde(rename = "sessionId")]
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
 }

@@ -6,8 +6,9 @@
 use std::collections::BTreeSet;
 
 use acp_vocab::control::{
-    Approval, ApprovalResolved, ClientInfo, Command, CommandType, Event, Hello, HelloPolicy, Item,
-    Message, Observed, Outcome, PresentedOption, ResolvedBy, Subject, Turn, TurnState,
+    Approval, ApprovalResolved, ClientInfo, Command, CommandType, Event, Hello, HelloPolicy,
+    HistoryEntry, HistoryKind, Item, ListedSession, Message, Observed, Outcome, PresentedOption,
+    Reopen, ResolvedBy, SessionLoaded, Subject, Turn, TurnState,
 };
 use acp_vocab::policy::{Scope, ToolKind};
 use serde_json::{Value, json};
@@ -58,6 +59,28 @@ fn commands() -> Vec<Command> {
         Command::Cancel {
             seq: 4,
             session: "s1".into(),
+        },
+        // session lifecycle
+        Command::LoadSession {
+            seq: 6,
+            session: "s2".into(),
+            session_id: "ses_0".into(),
+            cwd: "/tmp/w".into(),
+        },
+        Command::ResumeSession {
+            seq: 7,
+            session: "s3".into(),
+            session_id: "ses_0".into(),
+            cwd: "/tmp/w".into(),
+        },
+        Command::ListSessions { seq: 8, cwd: None },
+        Command::ListSessions {
+            seq: 9,
+            cwd: Some("/tmp/w".into()),
+        },
+        Command::CloseSession {
+            seq: 10,
+            session: "s2".into(),
         },
         Command::Shutdown { seq: 5 },
     ]
@@ -140,6 +163,42 @@ fn events() -> Vec<Event> {
             observed: (state == TurnState::Cancelled).then(observed),
         }));
     }
+    // session lifecycle
+    for how in [Reopen::Load, Reopen::Resume] {
+        out.push(Event::SessionLoaded(SessionLoaded {
+            session: "s2".into(),
+            session_id: "ses_0".into(),
+            how,
+            history: if how == Reopen::Load {
+                vec![
+                    HistoryEntry {
+                        kind: HistoryKind::UserMessage,
+                        text: Some("fix it".into()),
+                        tool_call_id: None,
+                    },
+                    HistoryEntry {
+                        kind: HistoryKind::ToolCall,
+                        text: None,
+                        tool_call_id: Some("t".into()),
+                    },
+                ]
+            } else {
+                Vec::new()
+            },
+        }));
+    }
+    out.push(Event::SessionsListed {
+        seq: 8,
+        sessions: vec![ListedSession {
+            session_id: "ses_0".into(),
+            cwd: Some("/tmp/w".into()),
+            title: None,
+        }],
+    });
+    out.push(Event::SessionClosed {
+        session: "s2".into(),
+        session_id: "ses_0".into(),
+    });
     out.push(Event::Error {
         seq: Some(3),
         message: "no such button".into(),

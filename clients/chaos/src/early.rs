@@ -19,7 +19,7 @@ pub fn hello(version: i64) -> Event {
             name: "acp-chaos-client".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         },
-        CommandType::ALL.to_vec(),
+        CommandType::BASIC.to_vec(),
     );
     hello.version = version;
     Event::Hello(hello)

@@ -190,6 +190,11 @@ impl Mini {
                     self.cancel(&session_id);
                 }
             }
+            // Its hello does not offer the session lifecycle, so these never come from the harness.
+            ControlCommand::LoadSession { .. }
+            | ControlCommand::ResumeSession { .. }
+            | ControlCommand::ListSessions { .. }
+            | ControlCommand::CloseSession { .. } => self.error(seq, "unsupported command"),
             ControlCommand::Shutdown { .. } => return false,
         }
         true

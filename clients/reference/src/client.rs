@@ -13,14 +13,18 @@ use crate::approvals::{self, Approval, Approvals};
 use crate::decide::{self, Decider, Policy};
 use crate::fs;
 use crate::fs_scope::FsGrants;
+use crate::history::History;
 use crate::mutation::Mutant;
 use crate::rpc::{Connection, Incoming, RpcError};
 use crate::subject::{Subject, classify};
 use crate::timeline::{ItemView, Timeline};
-use acp_vocab::control::{ApprovalResolved, Event, Item, Outcome, ResolvedBy, Turn, TurnState};
+use acp_vocab::control::{
+    ApprovalResolved, Event, Item, Outcome, Reopen, ResolvedBy, Turn, TurnState,
+};
 
 mod agent;
 mod fs_calls;
+mod sessions;
 
 pub const NAME: &str = "acp-reference-client";
 /// The only ACP protocol version this client speaks.
@@ -32,6 +36,10 @@ pub enum Purpose {
     Initialize,
     NewSession { seq: u64, handle: String },
     Prompt { session_id: String },
+    // session lifecycle (sessions.rs)
+    Reopen { seq: u64, handle: String },
+    ListSessions { seq: u64 },
+    CloseSession { seq: u64, handle: String },
 }
 
 enum AgentState {
@@ -56,6 +64,10 @@ struct Session {
     running: bool,
     /// The user cancelled the running turn; waiting for the agent's `stopReason`.
     cancelling: bool,
+    /// Set when the session reopens an earlier one (sessions.rs): how, and its ACP id.
+    reopen: Option<(Reopen, String)>,
+    /// The conversation as shown (every update of the session folds in).
+    history: History,
 }
 
 pub struct Client {
@@ -73,6 +85,8 @@ pub struct Client {
     decider: Decider,
     /// Paths outside the workspace that approved requests opened to the agent's fs calls.
     fs_grants: FsGrants,
+    /// The agent's `agentCapabilities` from its `initialize` answer (`null` before).
+    agent_caps: Value,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -105,6 +119,7 @@ impl Client {
             last_prompted: None,
             decider: Decider::new(Policy::for_mutant(mutant), mutant),
             fs_grants: FsGrants::default(),
+            agent_caps: Value::Null,
         }
     }
 
@@ -231,7 +246,15 @@ impl Client {
             turn: 0,
             running: false,
             cancelling: false,
+            reopen: None,
+            history: History::default(),
         });
+        self.start_agent_for(handle);
+    }
+
+    /// Spawns and initializes the agent for the opening session `handle`, or queues it until
+    /// `initialize` answers, or opens it now.
+    fn start_agent_for(&mut self, handle: String) {
         match &mut self.agent {
             AgentState::NotStarted => match Connection::spawn(&self.agent_argv) {
                 Ok(mut conn) => {
@@ -274,6 +297,10 @@ impl Client {
         let Some(session) = self.session_by_handle(handle) else {
             return;
         };
+        if session.reopen.is_some() {
+            self.send_reopen(handle);
+            return;
+        }
         let (seq, mut params) = (session.seq, json!({"cwd": session.cwd, "mcpServers": []}));
         // MUTANT relative-cwd (openkaiden/kaiden#2635): the client assumes the agent runs in the
         // project directory and sends `cwd: "."`.

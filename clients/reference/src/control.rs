@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use crate::client::Client;
 use crate::decide::Policy;
 
-use acp_vocab::control::{ClientInfo, CommandType, Hello};
+use acp_vocab::control::{ClientInfo, CommandType, Hello, Reopen};
 pub use acp_vocab::control::{Command, Event};
 
 /// The `hello` this client prints first: who it is, every command, and its auto-approval policy.
@@ -103,6 +103,29 @@ async fn dispatch(client: &mut Client, line: &str) -> Flow {
             option_id,
         } => client.choose(seq, &request_id, &option_id),
         Command::Cancel { seq, session } => client.cancel(seq, &session),
+        // session lifecycle (client/sessions.rs)
+        Command::LoadSession {
+            seq,
+            session,
+            session_id,
+            cwd,
+        } => {
+            client
+                .reopen_session(seq, session, session_id, cwd, Reopen::Load)
+                .await
+        }
+        Command::ResumeSession {
+            seq,
+            session,
+            session_id,
+            cwd,
+        } => {
+            client
+                .reopen_session(seq, session, session_id, cwd, Reopen::Resume)
+                .await
+        }
+        Command::ListSessions { seq, cwd } => client.list_sessions(seq, cwd),
+        Command::CloseSession { seq, session } => client.close_session(seq, &session),
         Command::Shutdown { seq } => {
             log!("shutdown requested (seq {seq})");
             return Flow::Shutdown;

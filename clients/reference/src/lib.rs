@@ -19,6 +19,7 @@ pub mod control;
 pub mod decide;
 pub mod fs;
 pub mod fs_scope;
+pub mod history;
 pub mod mutation;
 pub mod rpc;
 pub mod subject;

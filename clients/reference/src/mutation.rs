@@ -38,6 +38,10 @@
 //! | `process-cwd-as-session-cwd` | `client.rs`, `send_session_new` (`cwd` sent) |
 //! | `read-line-zero-based` | `fs.rs`, `read_text_file` (the first line a read returns) |
 //! | `serve-any-path` | `fs_scope.rs`, `check` (which paths the client serves without asking) |
+//! | `register-after-load` | `client/sessions.rs`, `send_reopen` (when a loaded session gets its id) |
+//! | `replay-shown-twice` | `client/sessions.rs`, `on_reopened` (the history shown) |
+//! | `replay-user-as-agent` | `history.rs`, `apply` (whose message a replayed user chunk is) |
+//! | `ungated-resume` | `client/sessions.rs`, `send_reopen` (the capability check) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -118,10 +122,23 @@ pub enum Mutant {
     /// packages/vscode-ide-companion/src/services/acpFileHandler.ts@13e242dd: `fs.readFile(params.path)`
     /// with no containment check).
     ServeAnyPath,
+    // ----- session lifecycle
+    /// A loaded session is registered only when `session/load` answers, so the history the agent
+    /// replays before the answer is dropped (zed-industries/zed#54431).
+    RegisterAfterLoad,
+    /// The kept transcript is shown and the replay appended to it: every entry twice
+    /// (mrmans0n/alas#406).
+    ReplayShownTwice,
+    /// A replayed `user_message_chunk` is not shown as the user's message
+    /// (raphaeltm/simple-agent-manager#79).
+    ReplayUserAsAgent,
+    /// `session/resume` is sent whatever the agent advertised (the shape of
+    /// modelcontextprotocol/python-sdk#2689).
+    UngatedResume,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 27] = [
+    pub const ALL: [Mutant; 31] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -149,6 +166,10 @@ impl Mutant {
         Mutant::ProcessCwdAsSessionCwd,
         Mutant::ReadLineZeroBased,
         Mutant::ServeAnyPath,
+        Mutant::RegisterAfterLoad,
+        Mutant::ReplayShownTwice,
+        Mutant::ReplayUserAsAgent,
+        Mutant::UngatedResume,
     ];
 
     /// The `--mutant` name.
@@ -181,6 +202,10 @@ impl Mutant {
             Mutant::ProcessCwdAsSessionCwd => "process-cwd-as-session-cwd",
             Mutant::ReadLineZeroBased => "read-line-zero-based",
             Mutant::ServeAnyPath => "serve-any-path",
+            Mutant::RegisterAfterLoad => "register-after-load",
+            Mutant::ReplayShownTwice => "replay-shown-twice",
+            Mutant::ReplayUserAsAgent => "replay-user-as-agent",
+            Mutant::UngatedResume => "ungated-resume",
         }
     }
 
@@ -310,6 +335,25 @@ impl Mutant {
                  fs/read_text_file and fs/write_text_file serve params.path as given, so \
                  `<outside>/../../../etc/passwd` or a symlink out of the workspace is read \
                  without asking the user"
+            Mutant::RegisterAfterLoad => {
+                "zed-industries/zed#54431 (before the fix): the session is inserted only after \
+                 session/load resolves, so the session/update replay the agent sends before its \
+                 answer finds no session and is dropped"
+            }
+            Mutant::ReplayShownTwice => {
+                "mrmans0n/alas#406 (before the fix): reopening a session shows the transcript \
+                 the client kept and then appends the agent's session/load replay of it, so \
+                 the conversation appears twice"
+            }
+            Mutant::ReplayUserAsAgent => {
+                "raphaeltm/simple-agent-manager#79 (before the fix): a replayed \
+                 user_message_chunk is not rendered as the user's message (it fell through to a \
+                 raw fallback); here it shows in the agent's voice"
+            }
+            Mutant::UngatedResume => {
+                "capability-gated calls made whatever the peer advertised (the shape of \
+                 modelcontextprotocol/python-sdk#2689): session/resume is sent to an agent \
+                 without sessionCapabilities.resume"
             }
         }
     }
@@ -346,6 +390,10 @@ impl Mutant {
             Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
             Mutant::ReadLineZeroBased => &["fs"],
             Mutant::ServeAnyPath => &["auto-approval"],
+            Mutant::RegisterAfterLoad => &["session-load"],
+            Mutant::ReplayShownTwice => &["session-load"],
+            Mutant::ReplayUserAsAgent => &["session-load"],
+            Mutant::UngatedResume => &["initialize"],
         }
     }
 }

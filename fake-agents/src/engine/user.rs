@@ -110,6 +110,35 @@ impl<'a, C: Connector> Engine<'a, C> {
                     None => None,
                 },
             },
+            // ----- session lifecycle
+            UserStep::LoadSession {
+                session,
+                session_id,
+                cwd,
+            } => UserAction::LoadSession {
+                session: fill(session)?,
+                session_id: fill(session_id)?,
+                cwd: fill(cwd)?,
+            },
+            UserStep::ResumeSession {
+                session,
+                session_id,
+                cwd,
+            } => UserAction::ResumeSession {
+                session: fill(session)?,
+                session_id: fill(session_id)?,
+                cwd: fill(cwd)?,
+            },
+            UserStep::ListSessions { cwd } => UserAction::ListSessions {
+                cwd: match cwd {
+                    Some(c) => Some(fill(c)?),
+                    None => None,
+                },
+            },
+            UserStep::CloseSession { session } => UserAction::CloseSession {
+                session: fill(session)?,
+            },
+            // -----
             UserStep::Choose { request, choice } => {
                 let sent = sent(request)?;
                 let offered = sent.options.clone().unwrap_or(Value::Null);

@@ -225,6 +225,40 @@ pub enum UserStep {
         session: String,
         pending: Option<String>,
     },
+    // ----- session lifecycle ---------------------------------------------------------------------
+    /// Reopen the earlier session `session_id` (with its history) under handle `session`.
+    LoadSession {
+        session: String,
+        session_id: String,
+        cwd: String,
+    },
+    /// Reopen the earlier session `session_id` without its history.
+    ResumeSession {
+        session: String,
+        session_id: String,
+        cwd: String,
+    },
+    /// Show the earlier sessions (of `cwd`, if given).
+    ListSessions {
+        cwd: Option<String>,
+    },
+    /// Close the session.
+    CloseSession {
+        session: String,
+    },
+}
+
+impl UserStep {
+    /// The control command this step needs beyond the basic four (CONTROL.md `supports`), if any.
+    pub fn lifecycle_command(&self) -> Option<&'static str> {
+        match self {
+            UserStep::LoadSession { .. } => Some("load_session"),
+            UserStep::ResumeSession { .. } => Some("resume_session"),
+            UserStep::ListSessions { .. } => Some("list_sessions"),
+            UserStep::CloseSession { .. } => Some("close_session"),
+            _ => None,
+        }
+    }
 }
 
 /// Which option a `choose` clicks.
@@ -286,6 +320,21 @@ impl Scenario {
             StepKind::User(UserStep::Prompt { text, .. }) => Some(text.clone()),
             _ => None,
         })
+    }
+
+    /// The session-lifecycle control commands (`load_session` …) the scenario's user steps need,
+    /// in first-use order: a client whose adapter does not support one cannot play it.
+    pub fn lifecycle_commands(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for step in self.all_steps() {
+            if let StepKind::User(u) = &step.kind
+                && let Some(c) = u.lifecycle_command()
+                && !out.contains(&c)
+            {
+                out.push(c);
+            }
+        }
+        out
     }
 
     /// Fills a text with the variables known before the run starts (built-ins, profile and

@@ -84,6 +84,8 @@ pub struct RawStep {
     pub option: Option<S>,
     pub each: Option<Spanned<bool>>,
     pub pending: Option<S>,
+    /// `load_session` / `resume_session`: the ACP id of the earlier session.
+    pub session_id: Option<S>,
 }
 
 /// The kind keys, in the order the README lists them.
@@ -138,6 +140,7 @@ impl RawStep {
             ("kind", at(&self.kind)),
             ("option", at(&self.option)),
             ("each", at(&self.each)),
+            ("session_id", at(&self.session_id)),
             ("pending", at(&self.pending)),
         ]
         .into_iter()

@@ -16,6 +16,7 @@ mod offered_options;
 mod schema;
 mod session_cwd;
 mod session_isolation;
+mod session_load;
 mod stable_item_type;
 mod subject_kind;
 mod tool_call_row;
@@ -30,6 +31,7 @@ pub use offered_options::OfferedOptions;
 pub use schema::Schema;
 pub use session_cwd::SessionCwd;
 pub use session_isolation::SessionIsolation;
+pub use session_load::SessionLoad;
 pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
 pub use tool_call_row::ToolCallRow;
@@ -190,6 +192,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(TurnEnd),
         Box::new(ToolCallRow),
         Box::new(AutoApproval),
+        Box::new(SessionLoad),
     ]
 }
 

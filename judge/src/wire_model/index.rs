@@ -118,6 +118,13 @@ impl<'a> Builder<'a> {
                     .or_default()
                     .push((index, session_id));
             }
+            // A reopened session (session lifecycle) maps its handle like a new one.
+            Some(Message::Event(Event::SessionLoaded(loaded))) => {
+                m.handles
+                    .entry(&loaded.session)
+                    .or_default()
+                    .push((index, &loaded.session_id));
+            }
             Some(Message::Event(Event::Item(item))) => m
                 .items
                 .entry((&item.session_id, &item.tool_call_id))

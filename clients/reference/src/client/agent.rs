@@ -266,6 +266,10 @@ impl Client {
             log!("ignoring session/update without an update object");
             return;
         };
+        let mutant = self.mutant;
+        if let Some(session) = self.session_by_id_mut(session_id) {
+            session.history.apply(update, mutant);
+        }
         // Message chunks, plans, modes, usage, …: not part of this client's model.
         if let Some("tool_call" | "tool_call_update") =
             update.get("sessionUpdate").and_then(Value::as_str)
@@ -348,6 +352,9 @@ impl Client {
                         )),
                     },
                 };
+                if let Ok(r) = &result {
+                    self.agent_caps = r.get("agentCapabilities").cloned().unwrap_or(Value::Null);
+                }
                 match failure {
                     None => {
                         for handle in waiting {
@@ -396,6 +403,10 @@ impl Client {
                     }
                 }
             }
+            // session lifecycle (sessions.rs)
+            Purpose::Reopen { seq, handle } => self.on_reopened(seq, handle, result),
+            Purpose::ListSessions { seq } => self.on_listed(seq, result),
+            Purpose::CloseSession { seq, handle } => self.on_closed(seq, handle, result),
             Purpose::Prompt { session_id } => match result {
                 Ok(r) => {
                     let stop_reason = r

@@ -408,6 +408,7 @@ pub(super) fn allowed_keys(kind: &str) -> &'static [&'static str] {
             "option",
             "each",
             "pending",
+            "session_id",
             "timeout_ms",
         ],
         _ => &[],

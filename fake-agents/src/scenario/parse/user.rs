@@ -13,10 +13,14 @@ impl Ctx<'_> {
             "prompt" => &["session", "text"],
             "choose" => &["request", "kind", "option", "each"],
             "cancel" => &["session", "pending"],
+            // session lifecycle
+            "load_session" | "resume_session" => &["session", "session_id", "cwd"],
+            "list_sessions" => &["cwd"],
+            "close_session" => &["session"],
             other => {
                 return Err(self.err(
                     u.span().start,
-                    format!("unknown user action {other:?} (actions: new_session, prompt, choose, cancel)"),
+                    format!("unknown user action {other:?} (actions: new_session, prompt, choose, cancel, load_session, resume_session, list_sessions, close_session)"),
                 ));
             }
         };
@@ -35,13 +39,40 @@ impl Ctx<'_> {
             Some(s) => self.text(s)?,
             None => "s1".to_owned(),
         };
+        let cwd = match &r.cwd {
+            Some(c) => Some(self.text(c)?),
+            None => None,
+        };
         Ok(match action {
+            // ----- session lifecycle
+            "load_session" | "resume_session" => {
+                let Some(id) = &r.session_id else {
+                    return Err(self.err(
+                        u.span().start,
+                        format!("user = {action:?} needs `session_id = \"…\"` (the earlier session's ACP id)"),
+                    ));
+                };
+                let (session_id, cwd) = (self.text(id)?, cwd.unwrap_or_else(|| "${cwd}".into()));
+                if action == "load_session" {
+                    UserStep::LoadSession {
+                        session,
+                        session_id,
+                        cwd,
+                    }
+                } else {
+                    UserStep::ResumeSession {
+                        session,
+                        session_id,
+                        cwd,
+                    }
+                }
+            }
+            "list_sessions" => UserStep::ListSessions { cwd },
+            "close_session" => UserStep::CloseSession { session },
+            // -----
             "new_session" => UserStep::NewSession {
                 session,
-                cwd: match &r.cwd {
-                    Some(c) => self.text(c)?,
-                    None => "${cwd}".to_owned(),
-                },
+                cwd: cwd.unwrap_or_else(|| "${cwd}".to_owned()),
             },
             "prompt" => {
                 let Some(text) = &r.text else {
