@@ -335,6 +335,7 @@ impl Mutant {
                  fs/read_text_file and fs/write_text_file serve params.path as given, so \
                  `<outside>/../../../etc/passwd` or a symlink out of the workspace is read \
                  without asking the user"
+            }
             Mutant::RegisterAfterLoad => {
                 "zed-industries/zed#54431 (before the fix): the session is inserted only after \
                  session/load resolves, so the session/update replay the agent sends before its \

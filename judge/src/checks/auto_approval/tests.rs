@@ -360,7 +360,7 @@ fn an_unasked_read_outside_the_workspace_fails_whatever_the_path_trick() {
             c.symlinks
                 .insert(format!("{WS}/docs").into(), "/tmp/case/outside".into());
             if let Some(p) = policy {
-                c.note(p);
+                c.note(serde_json::from_value(p).expect("a declared_policy note"));
             }
             c.handshake();
             c.prompt();
