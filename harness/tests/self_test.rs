@@ -62,6 +62,12 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("card-dropped-on-progress", &["offered-options"]),
     ("request-after-stop-to-user", &["cancel-stop", "jsonrpc"]),
     ("process-cwd-as-session-cwd", &["session-cwd"]),
+    // Issue 15: terminals with real processes.
+    ("release-keeps-running", &["terminal"]),
+    ("kill-direct-child-only", &["terminal"]),
+    ("truncate-keeps-head", &["terminal"]),
+    ("truncate-mid-character", &["terminal"]),
+    ("signal-as-exit-zero", &["terminal"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

@@ -15,6 +15,7 @@ use crate::fs;
 use crate::mutation::Mutant;
 use crate::rpc::{Connection, Incoming, RpcError};
 use crate::subject::{Subject, classify};
+use crate::terminal::Terminals;
 use crate::timeline::{ItemView, Timeline};
 use acp_vocab::control::{ApprovalResolved, Event, Item, Outcome, ResolvedBy, Turn, TurnState};
 
@@ -69,6 +70,8 @@ pub struct Client {
     last_prompted: Option<String>,
     /// What the client approves without asking (its policy and the user's remembered grants).
     decider: Decider,
+    /// The agent's terminals (real processes).
+    terminals: Terminals,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -100,6 +103,7 @@ impl Client {
             events: Vec::new(),
             last_prompted: None,
             decider: Decider::new(Policy::for_mutant(mutant), mutant),
+            terminals: Terminals::new(mutant),
         }
     }
 
@@ -236,7 +240,7 @@ impl Client {
                             "protocolVersion": PROTOCOL_VERSION,
                             "clientCapabilities": {
                                 "fs": {"readTextFile": true, "writeTextFile": true},
-                                "terminal": false
+                                "terminal": true
                             },
                             "clientInfo": {"name": self.name(), "version": self.version()}
                         }),

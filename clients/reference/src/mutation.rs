@@ -36,6 +36,11 @@
 //! | `card-dropped-on-progress` | `client.rs`, `on_session_update` (pending card of an updated tool call) |
 //! | `request-after-stop-to-user` | `client.rs`, `on_permission_request` (a request during a cancel) |
 //! | `process-cwd-as-session-cwd` | `client.rs`, `send_session_new` (`cwd` sent) |
+//! | `release-keeps-running` | `terminal.rs`, `serve` (what `terminal/release` does) |
+//! | `kill-direct-child-only` | `terminal.rs`, `Terminal::kill` (who gets the signal) |
+//! | `truncate-keeps-head` | `terminal.rs`, `Output::push` (which end the limit keeps) |
+//! | `truncate-mid-character` | `terminal.rs`, `Output::text` (where the kept text starts) |
+//! | `signal-as-exit-zero` | `terminal.rs`, `ExitStatus::from_std` (the exit status reported) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -107,10 +112,26 @@ pub enum Mutant {
     RequestAfterStopToUser,
     /// `session/new` carries the client's own process cwd (formulahendry/vscode-acp#14).
     ProcessCwdAsSessionCwd,
+    /// `terminal/release` forgets the id but leaves the command running (the terminal-manager
+    /// bug MyRobotLab/myrobotlab#1397's review names: removing a terminal from the map does not
+    /// stop it).
+    ReleaseKeepsRunning,
+    /// `terminal/kill` (and release) signals the direct child only, so what a shell line started
+    /// lives on (nexu-io/open-design#7431, clawbench-dev/clawbench#344).
+    KillDirectChildOnly,
+    /// `outputByteLimit` keeps the first bytes instead of the last (can1357/oh-my-pi#7078:
+    /// terminal output head-truncated).
+    TruncateKeepsHead,
+    /// The kept byte suffix is decoded from inside a multi-byte character, which becomes U+FFFD
+    /// (mrmans0n/alas#352, review of its ACP terminal).
+    TruncateMidCharacter,
+    /// A command killed by a signal is reported as `exitCode: 0` (earendil-works/pi#8992,
+    /// openclaw/openclaw#148027: `code ?? 0`).
+    SignalAsExitZero,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 30] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -136,6 +157,11 @@ impl Mutant {
         Mutant::CardDroppedOnProgress,
         Mutant::RequestAfterStopToUser,
         Mutant::ProcessCwdAsSessionCwd,
+        Mutant::ReleaseKeepsRunning,
+        Mutant::KillDirectChildOnly,
+        Mutant::TruncateKeepsHead,
+        Mutant::TruncateMidCharacter,
+        Mutant::SignalAsExitZero,
     ];
 
     /// The `--mutant` name.
@@ -166,6 +192,11 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => "card-dropped-on-progress",
             Mutant::RequestAfterStopToUser => "request-after-stop-to-user",
             Mutant::ProcessCwdAsSessionCwd => "process-cwd-as-session-cwd",
+            Mutant::ReleaseKeepsRunning => "release-keeps-running",
+            Mutant::KillDirectChildOnly => "kill-direct-child-only",
+            Mutant::TruncateKeepsHead => "truncate-keeps-head",
+            Mutant::TruncateMidCharacter => "truncate-mid-character",
+            Mutant::SignalAsExitZero => "signal-as-exit-zero",
         }
     }
 
@@ -285,6 +316,27 @@ impl Mutant {
                 "formulahendry/vscode-acp#14 (before the fix): session/new carries the client \
                  process's own cwd, not the folder the user opened"
             }
+            Mutant::ReleaseKeepsRunning => {
+                "terminal/release forgets the terminal id but does not kill the command (the \
+                 terminal-manager bug flagged in MyRobotLab/myrobotlab#1397's review: removing a \
+                 terminal from the map does not stop it); ACP: release kills a running command"
+            }
+            Mutant::KillDirectChildOnly => {
+                "nexu-io/open-design#7431, clawbench-dev/clawbench#344: only the direct child is \
+                 signalled, so the processes a shell line started survive kill and release"
+            }
+            Mutant::TruncateKeepsHead => {
+                "can1357/oh-my-pi#7078 (review): terminal output is head-truncated, so \
+                 outputByteLimit keeps the oldest bytes and drops the newest"
+            }
+            Mutant::TruncateMidCharacter => {
+                "mrmans0n/alas#352 (review of its ACP terminal): the kept byte suffix starts \
+                 inside a multi-byte character, which is decoded as U+FFFD"
+            }
+            Mutant::SignalAsExitZero => {
+                "earendil-works/pi#8992, openclaw/openclaw#148027: a command killed by a signal \
+                 is reported with exit code 0 (`code ?? 0`) and no signal"
+            }
         }
     }
 
@@ -318,6 +370,11 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => &["offered-options"],
             Mutant::RequestAfterStopToUser => &["cancel-stop", "jsonrpc"],
             Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
+            Mutant::ReleaseKeepsRunning
+            | Mutant::KillDirectChildOnly
+            | Mutant::TruncateKeepsHead
+            | Mutant::TruncateMidCharacter
+            | Mutant::SignalAsExitZero => &["terminal"],
         }
     }
 }

@@ -18,6 +18,7 @@ mod session_cwd;
 mod session_isolation;
 mod stable_item_type;
 mod subject_kind;
+mod terminal;
 mod tool_call_row;
 mod turn_end;
 
@@ -32,6 +33,7 @@ pub use session_cwd::SessionCwd;
 pub use session_isolation::SessionIsolation;
 pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
+pub use terminal::Terminal;
 pub use tool_call_row::ToolCallRow;
 pub use turn_end::TurnEnd;
 
@@ -190,6 +192,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(TurnEnd),
         Box::new(ToolCallRow),
         Box::new(AutoApproval),
+        Box::new(Terminal),
     ]
 }
 
