@@ -386,7 +386,7 @@ mod tests {
         answer(&c, 12, output);
         request(&c, 13, "terminal/release", on("t"));
         answer(&c, 13, json!({}));
-        c.note(probe);
+        c.note(serde_json::from_value(probe).expect("a terminal_probe note"));
         c
     }
 
