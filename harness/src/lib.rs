@@ -21,4 +21,5 @@ pub mod run_json;
 pub mod runner;
 pub mod suite;
 pub mod sweep;
+pub mod terminal_probe;
 pub mod wire_only;

@@ -366,6 +366,8 @@ async fn run_case_inner(
         }
     };
 
+    // Which terminal commands still run now that the agent is done with them.
+    let probes = crate::terminal_probe::Probes::at_scenario_end(&workspace, &root);
     if matches!(end, RunEnd::Incomplete { .. } | RunEnd::Timeout { .. }) {
         // When the run stopped waiting, and how long a step may wait: `jsonrpc` judges the
         // requests that had waited that long by then as never answered.
@@ -413,6 +415,11 @@ async fn run_case_inner(
     let exit = launched.finish(grace).await;
     // Descendants that left the client's process group die too (sweep.rs).
     crate::sweep::kill_marked(&crate::sweep::case_marker(&workspace));
+    // Terminal commands that outlived the client (in a group and an environment of their own,
+    // out of reach of both kills above) are killed here; the note says they were.
+    for probe in probes.after_client_exit(&workspace, &root) {
+        rec.note(&Note::TerminalProbe(probe));
+    }
     if let Some(obs) = observer.take() {
         if let Some(reason) = obs.finish(&exit, Duration::from_millis(500)).await {
             record.end = RunEnd::AdapterError {

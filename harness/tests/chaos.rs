@@ -167,6 +167,34 @@ const CASES: &[Chaos] = &[
         says: "exit code 4",
     },
     Chaos {
+        mode: "terminal-huge-output",
+        step: STEP,
+        scenario: "chaos@1/terminal",
+        verdict: Verdict::Fails("terminal"),
+        says: "over the outputByteLimit of 32000",
+    },
+    Chaos {
+        mode: "terminal-non-utf8-output",
+        step: STEP,
+        scenario: "chaos@1/terminal",
+        verdict: Verdict::Fails("jsonrpc"),
+        says: "is not a JSON-RPC 2.0 message",
+    },
+    Chaos {
+        mode: "terminal-never-exits",
+        step: STEP,
+        scenario: "chaos@1/terminal",
+        verdict: Verdict::Incomplete,
+        says: "client sent no answer to request `wait`",
+    },
+    Chaos {
+        mode: "terminal-leak",
+        step: STEP,
+        scenario: "chaos@1/terminal",
+        verdict: Verdict::Fails("terminal"),
+        says: "still ran after the client exited; the harness killed it",
+    },
+    Chaos {
         mode: "bad-control-json",
         step: STEP,
         scenario: "chaos@1/permission",
@@ -274,7 +302,60 @@ result = '{{"stopReason":"end_turn"}}'
 "#,
         head("big-update")
     );
+    // A terminal whose command leaves a child behind (`sleep`), with its pid in a probe file.
+    let terminal = format!(
+        r#"{}
+[[setup]]
+dir = "${{cwd}}/.acp-terminal"
+
+[[step]]
+user = "prompt"
+text = "go"
+
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+send = '{{"jsonrpc":"2.0","id":"${{id}}","method":"terminal/create","params":{{"sessionId":"ses_chaos","command":"sleep 30 & echo $! > .acp-terminal/leak.pid; echo started","outputByteLimit":32000}}}}'
+as = "create"
+
+[[step]]
+await = "create"
+bind = {{ terminalId = "/terminalId" }}
+
+[[step]]
+send = '{{"jsonrpc":"2.0","id":"${{id}}","method":"terminal/output","params":{{"sessionId":"ses_chaos","terminalId":"${{terminalId}}"}}}}'
+as = "output"
+
+[[step]]
+await = "output"
+
+[[step]]
+send = '{{"jsonrpc":"2.0","id":"${{id}}","method":"terminal/wait_for_exit","params":{{"sessionId":"ses_chaos","terminalId":"${{terminalId}}"}}}}'
+as = "wait"
+
+[[step]]
+await = "wait"
+
+[[step]]
+send = '{{"jsonrpc":"2.0","id":"${{id}}","method":"terminal/release","params":{{"sessionId":"ses_chaos","terminalId":"${{terminalId}}"}}}}'
+as = "release"
+
+[[step]]
+await = "release"
+
+[[step]]
+reply_to = "prompt"
+result = '{{"stopReason":"end_turn"}}'
+"#,
+        head("terminal").replace(
+            "provenance = [",
+            "requires = [\"terminal\"]\nprovenance = ["
+        )
+    );
     for (name, text) in [
+        ("terminal", terminal),
         ("permission", permission),
         ("big-prompt", big_prompt),
         ("big-update", big_update),

@@ -70,6 +70,12 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("replay-shown-twice", &["session-load"]),
     ("replay-user-as-agent", &["session-load"]),
     ("ungated-resume", &["initialize"]),
+    // Issue 15: terminals with real processes.
+    ("release-keeps-running", &["terminal"]),
+    ("kill-direct-child-only", &["terminal"]),
+    ("truncate-keeps-head", &["terminal"]),
+    ("truncate-mid-character", &["terminal"]),
+    ("signal-as-exit-zero", &["terminal"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

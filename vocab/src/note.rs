@@ -133,6 +133,32 @@ pub enum Note {
     },
     /// The profile's `[cancel]` command ran and exited with `status`.
     CancelCommandExited { argv: Vec<String>, status: String },
+    /// A terminal command of the scenario as the harness saw it, through the probe files the
+    /// command writes in the workspace's `.acp-terminal/` (`<name>.pid`, `<name>.exit`,
+    /// `<name>.out`; scenarios/README.md "Terminal probes"). Written after the client exited.
+    TerminalProbe(TerminalProbe),
+}
+
+/// What the harness saw of one terminal command (see [`Note::TerminalProbe`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TerminalProbe {
+    /// The probe's name: the `<name>` of its files, which the command line mentions.
+    pub name: String,
+    /// The pid the command wrote to `<name>.pid`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<i32>,
+    /// The exit code the command wrote to `<name>.exit` just before exiting with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The exact output the command printed, as it wrote it to `<name>.out` (lossy UTF-8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The process still ran when the scenario's last step was done (the client still up).
+    #[serde(default)]
+    pub running_at_scenario_end: bool,
+    /// The process still ran after the client had exited; the harness then killed it.
+    #[serde(default)]
+    pub running_after_client_exit: bool,
 }
 
 /// Which case of a branch the scenario took.
@@ -209,6 +235,7 @@ impl Note {
             Note::UserChoose { .. } => "user_choose",
             Note::UserChooseSkipped { .. } => "user_choose_skipped",
             Note::CancelCommandExited { .. } => "cancel_command_exited",
+            Note::TerminalProbe(_) => "terminal_probe",
         }
     }
 
@@ -244,6 +271,8 @@ mod tests {
             json!({"type":"run_stopped","step_timeout_ms":5000}),
             json!({"type":"client_started","argv":["x"],"pid":12}),
             json!({"type":"user_choose","requestId":0,"optionId":"once","input":"y\n"}),
+            json!({"type":"terminal_probe","name":"dev","pid":42,"running_at_scenario_end":true,
+                   "running_after_client_exit":false}),
         ];
         for json in written {
             let note: Note =

@@ -14,6 +14,7 @@
 
 mod early;
 mod mini;
+mod terminal;
 
 use std::process::ExitCode;
 
@@ -56,10 +57,19 @@ pub enum Mode {
     BadControlJson,
     /// A hello for control protocol version 2.
     BadControlVersion,
+    /// Advertises `terminal`; `terminal/output` returns 4 MiB whatever the limit (terminal.rs).
+    TerminalHugeOutput,
+    /// Advertises `terminal`; `terminal/output` is a line with bytes that are not UTF-8.
+    TerminalNonUtf8Output,
+    /// Advertises `terminal`; never answers `terminal/wait_for_exit`.
+    TerminalNeverExits,
+    /// Advertises `terminal`; runs the command out of reach of the case's kills and never kills
+    /// it, not even on release.
+    TerminalLeak,
 }
 
 impl Mode {
-    const ALL: [(&'static str, Mode); 16] = [
+    const ALL: [(&'static str, Mode); 20] = [
         ("echo", Mode::Echo),
         ("exit-at-once", Mode::ExitAtOnce),
         ("abort-mid-turn", Mode::AbortMidTurn),
@@ -76,6 +86,10 @@ impl Mode {
         ("grandchild-own-group", Mode::GrandchildOwnGroup),
         ("bad-control-json", Mode::BadControlJson),
         ("bad-control-version", Mode::BadControlVersion),
+        ("terminal-huge-output", Mode::TerminalHugeOutput),
+        ("terminal-non-utf8-output", Mode::TerminalNonUtf8Output),
+        ("terminal-never-exits", Mode::TerminalNeverExits),
+        ("terminal-leak", Mode::TerminalLeak),
     ];
 
     fn parse(name: &str) -> Option<Mode> {

@@ -55,6 +55,7 @@ struct Mini {
     pending: HashMap<u64, Purpose>,
     /// handle → ACP session id.
     sessions: Vec<(String, String)>,
+    terminals: crate::terminal::Terminals,
     /// Open permission requests: (request id, session id).
     approvals: Vec<(Value, String)>,
 }
@@ -93,6 +94,7 @@ pub fn run(mode: Mode) -> ExitCode {
         pending: HashMap::new(),
         sessions: Vec::new(),
         approvals: Vec::new(),
+        terminals: Default::default(),
     };
     while let Ok(input) = rx.recv() {
         let go_on = match input {
@@ -213,7 +215,7 @@ impl Mini {
                 "initialize",
                 json!({"protocolVersion": 1,
                        "clientCapabilities": {"fs": {"readTextFile": fs, "writeTextFile": fs},
-                                              "terminal": false},
+                                              "terminal": crate::terminal::advertises_terminal(self.mode)},
                        "clientInfo": {"name": "acp-chaos-client", "version": env!("CARGO_PKG_VERSION")}}),
                 Purpose::Initialize,
             );
@@ -393,6 +395,14 @@ impl Mini {
     }
 
     fn on_request(&mut self, method: &str, id: Value, params: Option<&Value>) {
+        if method.starts_with("terminal/") && crate::terminal::advertises_terminal(self.mode) {
+            match self.terminals.answer(self.mode, method, &id, params) {
+                crate::terminal::Reply::Json(answer) => self.send(&answer),
+                crate::terminal::Reply::Raw(line) => self.write(&line),
+                crate::terminal::Reply::Nothing => log("not answering terminal/wait_for_exit"),
+            }
+            return;
+        }
         if method != "session/request_permission" {
             let response = match (self.mode, method) {
                 // No model, no disk: the cheapest answer the agent accepts.

@@ -17,6 +17,7 @@ use crate::history::History;
 use crate::mutation::Mutant;
 use crate::rpc::{Connection, Incoming, RpcError};
 use crate::subject::{Subject, classify};
+use crate::terminal::Terminals;
 use crate::timeline::{ItemView, Timeline};
 use acp_vocab::control::{
     ApprovalResolved, Event, Item, Outcome, Reopen, ResolvedBy, Turn, TurnState,
@@ -87,6 +88,8 @@ pub struct Client {
     fs_grants: FsGrants,
     /// The agent's `agentCapabilities` from its `initialize` answer (`null` before).
     agent_caps: Value,
+    /// The agent's terminals (real processes).
+    terminals: Terminals,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -120,6 +123,7 @@ impl Client {
             decider: Decider::new(Policy::for_mutant(mutant), mutant),
             fs_grants: FsGrants::default(),
             agent_caps: Value::Null,
+            terminals: Terminals::new(mutant),
         }
     }
 
@@ -264,7 +268,7 @@ impl Client {
                             "protocolVersion": PROTOCOL_VERSION,
                             "clientCapabilities": {
                                 "fs": {"readTextFile": true, "writeTextFile": true},
-                                "terminal": false
+                                "terminal": true
                             },
                             "clientInfo": {"name": self.name(), "version": self.version()}
                         }),

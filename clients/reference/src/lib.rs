@@ -4,7 +4,7 @@
 //!
 //! One file per concern: `rpc` (wire), `control` (adapter), `client` (sessions and turns),
 //! `timeline` (tool call items), `subject` (classification), `approvals`, `decide` (what it
-//! approves by itself), `fs`, `mutation`.
+//! approves by itself), `fs`, `terminal` (real processes), `mutation`.
 
 /// Diagnostics for people: stderr, never stdout (stdout is the control plane).
 macro_rules! log {
@@ -23,4 +23,5 @@ pub mod history;
 pub mod mutation;
 pub mod rpc;
 pub mod subject;
+pub mod terminal;
 pub mod timeline;

@@ -42,6 +42,11 @@
 //! | `replay-shown-twice` | `client/sessions.rs`, `on_reopened` (the history shown) |
 //! | `replay-user-as-agent` | `history.rs`, `apply` (whose message a replayed user chunk is) |
 //! | `ungated-resume` | `client/sessions.rs`, `send_reopen` (the capability check) |
+//! | `release-keeps-running` | `terminal.rs`, `serve` (what `terminal/release` does) |
+//! | `kill-direct-child-only` | `terminal.rs`, `Terminal::kill` (who gets the signal) |
+//! | `truncate-keeps-head` | `terminal.rs`, `Output::push` (which end the limit keeps) |
+//! | `truncate-mid-character` | `terminal.rs`, `Output::text` (where the kept text starts) |
+//! | `signal-as-exit-zero` | `terminal.rs`, `ExitStatus::from_std` (the exit status reported) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -135,10 +140,26 @@ pub enum Mutant {
     /// `session/resume` is sent whatever the agent advertised (the shape of
     /// modelcontextprotocol/python-sdk#2689).
     UngatedResume,
+    /// `terminal/release` forgets the id but leaves the command running (the terminal-manager
+    /// bug MyRobotLab/myrobotlab#1397's review names: removing a terminal from the map does not
+    /// stop it).
+    ReleaseKeepsRunning,
+    /// `terminal/kill` (and release) signals the direct child only, so what a shell line started
+    /// lives on (nexu-io/open-design#7431, clawbench-dev/clawbench#344).
+    KillDirectChildOnly,
+    /// `outputByteLimit` keeps the first bytes instead of the last (can1357/oh-my-pi#7078:
+    /// terminal output head-truncated).
+    TruncateKeepsHead,
+    /// The kept byte suffix is decoded from inside a multi-byte character, which becomes U+FFFD
+    /// (mrmans0n/alas#352, review of its ACP terminal).
+    TruncateMidCharacter,
+    /// A command killed by a signal is reported as `exitCode: 0` (earendil-works/pi#8992,
+    /// openclaw/openclaw#148027: `code ?? 0`).
+    SignalAsExitZero,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 31] = [
+    pub const ALL: [Mutant; 36] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -170,6 +191,11 @@ impl Mutant {
         Mutant::ReplayShownTwice,
         Mutant::ReplayUserAsAgent,
         Mutant::UngatedResume,
+        Mutant::ReleaseKeepsRunning,
+        Mutant::KillDirectChildOnly,
+        Mutant::TruncateKeepsHead,
+        Mutant::TruncateMidCharacter,
+        Mutant::SignalAsExitZero,
     ];
 
     /// The `--mutant` name.
@@ -206,6 +232,11 @@ impl Mutant {
             Mutant::ReplayShownTwice => "replay-shown-twice",
             Mutant::ReplayUserAsAgent => "replay-user-as-agent",
             Mutant::UngatedResume => "ungated-resume",
+            Mutant::ReleaseKeepsRunning => "release-keeps-running",
+            Mutant::KillDirectChildOnly => "kill-direct-child-only",
+            Mutant::TruncateKeepsHead => "truncate-keeps-head",
+            Mutant::TruncateMidCharacter => "truncate-mid-character",
+            Mutant::SignalAsExitZero => "signal-as-exit-zero",
         }
     }
 
@@ -356,6 +387,27 @@ impl Mutant {
                  modelcontextprotocol/python-sdk#2689): session/resume is sent to an agent \
                  without sessionCapabilities.resume"
             }
+            Mutant::ReleaseKeepsRunning => {
+                "terminal/release forgets the terminal id but does not kill the command (the \
+                 terminal-manager bug flagged in MyRobotLab/myrobotlab#1397's review: removing a \
+                 terminal from the map does not stop it); ACP: release kills a running command"
+            }
+            Mutant::KillDirectChildOnly => {
+                "nexu-io/open-design#7431, clawbench-dev/clawbench#344: only the direct child is \
+                 signalled, so the processes a shell line started survive kill and release"
+            }
+            Mutant::TruncateKeepsHead => {
+                "can1357/oh-my-pi#7078 (review): terminal output is head-truncated, so \
+                 outputByteLimit keeps the oldest bytes and drops the newest"
+            }
+            Mutant::TruncateMidCharacter => {
+                "mrmans0n/alas#352 (review of its ACP terminal): the kept byte suffix starts \
+                 inside a multi-byte character, which is decoded as U+FFFD"
+            }
+            Mutant::SignalAsExitZero => {
+                "earendil-works/pi#8992, openclaw/openclaw#148027: a command killed by a signal \
+                 is reported with exit code 0 (`code ?? 0`) and no signal"
+            }
         }
     }
 
@@ -395,6 +447,11 @@ impl Mutant {
             Mutant::ReplayShownTwice => &["session-load"],
             Mutant::ReplayUserAsAgent => &["session-load"],
             Mutant::UngatedResume => &["initialize"],
+            Mutant::ReleaseKeepsRunning
+            | Mutant::KillDirectChildOnly
+            | Mutant::TruncateKeepsHead
+            | Mutant::TruncateMidCharacter
+            | Mutant::SignalAsExitZero => &["terminal"],
         }
     }
 }

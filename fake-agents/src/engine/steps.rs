@@ -53,8 +53,8 @@ impl<'a, C: Connector> Engine<'a, C> {
                 }
                 Ok(())
             }
-            StepKind::Await { alias, cases } => {
-                self.await_answer(step, alias, cases, timeout).await
+            StepKind::Await { alias, bind, cases } => {
+                self.await_answer(step, alias, bind, cases, timeout).await
             }
             StepKind::Delay(d) => {
                 tokio::time::sleep(*d).await;
@@ -221,6 +221,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         &mut self,
         step: &'a Step,
         alias: &str,
+        bind: &[(String, String)],
         cases: &'a [OnCase],
         timeout: Duration,
     ) -> StepResult {
@@ -255,10 +256,35 @@ impl<'a, C: Connector> Engine<'a, C> {
             frame: Some(msg.index),
             case: chosen.map(|k| BranchCase::Case(k + 1)),
         });
+        self.bind(step, alias, &msg, bind)?;
         match chosen {
             Some(k) => self.run_steps(&cases[k].then).await,
             None => Ok(()),
         }
+    }
+
+    /// `bind`: set each variable from the answer's `result`. An answer without one of the values
+    /// (an error, a result missing the field) ends the run incomplete here: the scenario cannot
+    /// go on without it, and it is the client's answer that lacked it.
+    fn bind(&mut self, step: &Step, alias: &str, msg: &Msg, bind: &[(String, String)]) -> StepResult {
+        for (name, pointer) in bind {
+            let value = msg
+                .json
+                .get("result")
+                .and_then(|result| result.pointer(pointer));
+            let Some(value) = value else {
+                return Err(self.incomplete(
+                    step,
+                    format!(
+                        "{}: the answer to `{alias}` (transcript #{}) has no result value at {pointer:?} for `{name}`",
+                        self.step_ref(step),
+                        msg.index
+                    ),
+                ));
+            };
+            self.vars.set(name, value.clone());
+        }
+        Ok(())
     }
 
     /// Responses that almost answer `id` (same id, other JSON type), to explain a timeout.

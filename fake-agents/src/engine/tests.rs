@@ -817,3 +817,59 @@ async fn on_timeout_is_skipped_when_the_message_comes() {
     assert_eq!(out.end, RunEnd::Completed);
     assert!(notes(&rec, "branch").is_empty());
 }
+
+const BIND: &str = r#"
+[[step]]
+handshake = true
+
+[[step]]
+send = '{"jsonrpc":"2.0","id":"${id}","method":"terminal/create","params":{"sessionId":"${sessionId}","command":"true"}}'
+as = "create"
+
+[[step]]
+await = "create"
+bind = { terminalId = "/terminalId" }
+
+[[step]]
+send = '{"jsonrpc":"2.0","id":"${id}","method":"terminal/release","params":{"sessionId":"${sessionId}","terminalId":"${terminalId}"}}'
+as = "release"
+"#;
+
+#[tokio::test]
+async fn await_binds_a_value_of_the_answer_into_later_frames() {
+    let mut run = start(BIND, Opts::default());
+    run.handshake().await;
+    let create = run.client.recv().await;
+    assert_eq!(create["method"], "terminal/create");
+    run.client
+        .send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"terminalId":"term_7"}}}}"#,
+            create["id"]
+        ))
+        .await;
+    let release = run.client.recv().await;
+    assert_eq!(release["params"]["terminalId"], "term_7");
+    let (out, _client, _rec) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+}
+
+#[tokio::test]
+async fn an_answer_without_the_bound_value_ends_the_run_incomplete() {
+    let mut run = start(BIND, Opts::default());
+    run.handshake().await;
+    let create = run.client.recv().await;
+    run.client
+        .send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"error":{{"code":-32603,"message":"no"}}}}"#,
+            create["id"]
+        ))
+        .await;
+    let (out, _client, _rec) = run.outcome().await;
+    match out.end {
+        RunEnd::Incomplete { step, reason } => {
+            assert_eq!(step, 3);
+            assert!(reason.contains("has no result value at \"/terminalId\""), "{reason}");
+        }
+        other => panic!("expected incomplete, got {other:?}"),
+    }
+}

@@ -112,6 +112,9 @@ pub enum StepKind {
     /// Wait for the answer to a request we sent and run the first fitting case.
     Await {
         alias: String,
+        /// `bind`: `(variable, JSON pointer into the answer's result)` in file order, set
+        /// before the cases run.
+        bind: Vec<(String, String)>,
         cases: Vec<OnCase>,
     },
     Delay(Duration),

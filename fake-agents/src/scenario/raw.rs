@@ -67,6 +67,7 @@ pub struct RawStep {
     #[serde(rename = "match")]
     pub match_: Option<S>,
     pub capture: Option<Spanned<Ordered<S>>>,
+    pub bind: Option<Spanned<Ordered<S>>>,
     pub reply: Option<S>,
     pub reply_error: Option<S>,
     pub result: Option<S>,
@@ -124,6 +125,7 @@ impl RawStep {
             ("as", at(&self.as_)),
             ("match", at(&self.match_)),
             ("capture", at(&self.capture)),
+            ("bind", at(&self.bind)),
             ("reply", at(&self.reply)),
             ("reply_error", at(&self.reply_error)),
             ("result", at(&self.result)),

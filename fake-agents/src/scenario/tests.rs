@@ -110,7 +110,7 @@ result = '{{"stopReason":"end_turn"}}'
     assert_eq!(s.steps.len(), 6);
     assert_eq!(s.steps[0].kind, StepKind::Handshake);
     assert_eq!(s.steps[0].line, 9);
-    let StepKind::Await { alias, cases } = &s.steps[4].kind else {
+    let StepKind::Await { alias, cases, .. } = &s.steps[4].kind else {
         panic!("step 5 is an await")
     };
     assert_eq!(alias, "perm");
@@ -857,5 +857,76 @@ fn bad_setup_entries_are_errors_at_their_place() {
         "\"${nope}",
         0,
         "unknown variable",
+    );
+}
+
+const CREATE: &str = r#"
+[[step]]
+handshake = true
+
+[[step]]
+send = '{"jsonrpc":"2.0","id":"${id}","method":"terminal/create","params":{"sessionId":"s","command":"true"}}'
+as = "create"
+"#;
+
+#[test]
+fn await_binds_values_of_the_answer_for_later_steps() {
+    let s = ok(&format!(
+        r#"{CREATE}
+[[step]]
+await = "create"
+bind = {{ terminalId = "/terminalId" }}
+
+[[step.on]]
+otherwise = true
+then = [ {{ send = '{{"jsonrpc":"2.0","method":"x/y","params":{{"t":"${{terminalId}}"}}}}' }} ]
+
+[[step]]
+send = '{{"jsonrpc":"2.0","id":"${{id}}","method":"terminal/release","params":{{"sessionId":"s","terminalId":"${{terminalId}}"}}}}'
+as = "release"
+"#
+    ));
+    let StepKind::Await { bind, .. } = &s.steps[2].kind else {
+        panic!("step 3 is an await")
+    };
+    assert_eq!(bind, &vec![("terminalId".into(), "/terminalId".into())]);
+}
+
+#[test]
+fn bind_is_checked_at_parse_time() {
+    // A bound name is unknown before its await.
+    err_at(
+        &format!(
+            r#"{CREATE}
+[[step]]
+send = '{{"jsonrpc":"2.0","method":"x/y","params":{{"t":"${{terminalId}}"}}}}'
+
+[[step]]
+await = "create"
+bind = {{ terminalId = "/terminalId" }}
+"#
+        ),
+        "${terminalId}",
+        0,
+        "terminalId",
+    );
+    err_at(
+        &format!("{CREATE}\n[[step]]\nawait = \"create\"\nbind = {{ t = \"terminalId\" }}\n"),
+        "\"terminalId\" }",
+        0,
+        "not a JSON pointer",
+    );
+    err_at(
+        &format!("{CREATE}\n[[step]]\nawait = \"create\"\nbind = {{ cwd = \"/x\" }}\n"),
+        "\"/x\"",
+        0,
+        "set by the harness",
+    );
+    // Only `await` takes `bind`.
+    err_at(
+        &format!("{CREATE}\n[[step]]\nexpect = \"x/y\"\nbind = {{ t = \"/x\" }}\n"),
+        "{ t",
+        0,
+        "bind",
     );
 }

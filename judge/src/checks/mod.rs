@@ -19,6 +19,7 @@ mod session_isolation;
 mod session_load;
 mod stable_item_type;
 mod subject_kind;
+mod terminal;
 mod tool_call_row;
 mod turn_end;
 
@@ -34,6 +35,7 @@ pub use session_isolation::SessionIsolation;
 pub use session_load::SessionLoad;
 pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
+pub use terminal::Terminal;
 pub use tool_call_row::ToolCallRow;
 pub use turn_end::TurnEnd;
 
@@ -193,6 +195,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(ToolCallRow),
         Box::new(AutoApproval),
         Box::new(SessionLoad),
+        Box::new(Terminal),
     ]
 }
 

@@ -11,11 +11,20 @@ use acp_vocab::control::{
 use super::*;
 
 impl Client {
-    /// The next message from the agent (never resolves while there is no agent).
+    /// The next message from the agent (never resolves while there is no agent). Deferred
+    /// answers (`terminal/wait_for_exit`) are sent meanwhile.
     pub async fn next_from_agent(&mut self) -> Incoming<Purpose> {
-        match &mut self.conn {
-            Some(conn) => conn.recv().await,
-            None => std::future::pending().await,
+        loop {
+            let Some(conn) = &mut self.conn else {
+                return std::future::pending().await;
+            };
+            let (id, result) = tokio::select! {
+                incoming = conn.recv() => return incoming,
+                answer = self.terminals.next_answer() => answer,
+            };
+            if let Some(conn) = &mut self.conn {
+                conn.respond(&id, result);
+            }
         }
     }
 
@@ -33,7 +42,19 @@ impl Client {
                     }
                     "fs/read_text_file" => self.on_fs(params, false).await,
                     "fs/write_text_file" => self.on_fs(params, true).await,
-                    // We advertise no terminal and no elicitation; extensions are unknown too.
+                    m if m.starts_with("terminal/") => {
+                        let cwd = params
+                            .get("sessionId")
+                            .and_then(Value::as_str)
+                            .and_then(|id| self.session_by_id(id))
+                            .map(|s| s.cwd.clone());
+                        match self.terminals.serve(m, &id, &params, cwd.as_deref()) {
+                            Ok(None) => return, // answered when the command exits
+                            Ok(Some(answer)) => Ok(answer),
+                            Err(e) => Err(e),
+                        }
+                    }
+                    // We advertise no elicitation; extensions are unknown too.
                     _ => Err(RpcError::method_not_found(&method)),
                 };
                 if let Some(conn) = &mut self.conn {
@@ -444,6 +465,8 @@ impl Client {
 
     pub(super) async fn on_agent_closed(&mut self) {
         log!("the agent closed its stdout");
+        // The agent's commands die with it.
+        self.terminals.shutdown().await;
         if let Some(conn) = self.conn.take() {
             if let Some(status) = conn.shutdown().await {
                 log!("the agent exited: {status}");
@@ -479,5 +502,7 @@ impl Client {
         if let Some(conn) = self.conn.take() {
             conn.shutdown().await;
         }
+        // No command outlives the client.
+        self.terminals.shutdown().await;
     }
 }

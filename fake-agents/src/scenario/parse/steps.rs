@@ -159,12 +159,18 @@ impl Ctx<'_> {
             "await" => {
                 let alias = r.await_.as_ref().expect("present");
                 let options = self.request(alias, "await")?;
+                // Bound values are known from here on, including in this step's cases.
+                let bind = self.pointer_vars(r.bind.as_ref())?;
+                for (name, _) in &bind {
+                    self.learn(name);
+                }
                 let mut cases = Vec::new();
                 for (k, on) in r.on.iter().flatten().enumerate() {
                     cases.push(self.on_case(on, &options, &format!("{label}.{}", k + 1), top)?);
                 }
                 StepKind::Await {
                     alias: alias.get_ref().clone(),
+                    bind,
                     cases,
                 }
             }
@@ -214,29 +220,7 @@ impl Ctx<'_> {
             Some(m) => Some(self.json(m, "`match`", false)?),
             None => None,
         };
-        let mut capture = Vec::new();
-        for (name, pointer) in r.capture.iter().flat_map(|c| c.get_ref().0.iter()) {
-            if !template::is_valid_name(name) || name.contains('.') {
-                return Err(self.err(
-                    pointer.span().start,
-                    format!("invalid variable name `{name}` (letters, digits, `_`, `-`)"),
-                ));
-            }
-            if matches!(name.as_str(), "cwd" | "outside" | "id") {
-                return Err(self.err(
-                    pointer.span().start,
-                    format!("`{name}` is set by the harness and cannot be captured"),
-                ));
-            }
-            let p = pointer.get_ref();
-            if !(p.is_empty() || p.starts_with('/')) {
-                return Err(self.err(
-                    pointer.span().start,
-                    format!("{p:?} is not a JSON pointer (like \"/params/sessionId\")"),
-                ));
-            }
-            capture.push((name.clone(), p.clone()));
-        }
+        let capture = self.pointer_vars(r.capture.as_ref())?;
         // Captured values are known from here on, including in this step's reply.
         for (name, _) in &capture {
             self.learn(name);
@@ -271,6 +255,37 @@ impl Ctx<'_> {
             reply,
             on_timeout,
         }))
+    }
+
+    /// `capture` / `bind`: variable names and the JSON pointers that fill them.
+    fn pointer_vars(
+        &mut self,
+        map: Option<&Spanned<crate::de::Ordered<crate::scenario::raw::S>>>,
+    ) -> R<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        for (name, pointer) in map.iter().flat_map(|c| c.get_ref().0.iter()) {
+            if !template::is_valid_name(name) || name.contains('.') {
+                return Err(self.err(
+                    pointer.span().start,
+                    format!("invalid variable name `{name}` (letters, digits, `_`, `-`)"),
+                ));
+            }
+            if matches!(name.as_str(), "cwd" | "outside" | "id") {
+                return Err(self.err(
+                    pointer.span().start,
+                    format!("`{name}` is set by the harness and cannot be captured"),
+                ));
+            }
+            let p = pointer.get_ref();
+            if !(p.is_empty() || p.starts_with('/')) {
+                return Err(self.err(
+                    pointer.span().start,
+                    format!("{p:?} is not a JSON pointer (like \"/params/sessionId\")"),
+                ));
+            }
+            out.push((name.clone(), p.clone()));
+        }
+        Ok(out)
     }
 
     pub(super) fn on_case(
@@ -397,7 +412,7 @@ pub(super) fn allowed_keys(kind: &str) -> &'static [&'static str] {
         ],
         "reply_to" => &["result", "error", "timeout_ms"],
         "send" => &["as", "timeout_ms"],
-        "await" => &["on", "timeout_ms"],
+        "await" => &["on", "bind", "timeout_ms"],
         "fault" => &["frame", "at", "line", "timeout_ms"],
         "user" => &[
             "session",

@@ -1,0 +1,489 @@
+//! `terminal` — the client's terminals run real commands and say truly what they did (R100–R105).
+//!
+//! Requirement: a client that advertised `terminal` runs the command of `terminal/create`;
+//! `terminal/output` keeps at most `outputByteLimit` bytes, cut from the start at a character
+//! boundary, with `truncated` saying so; the exit status it reports (`wait_for_exit`, or
+//! `output.exitStatus`) is the command's; `terminal/kill` stops it; `terminal/release` stops a
+//! command still running and frees the id; no command outlives the client.
+//!
+//! Reading:
+//! * The wire alone says what the client answered. What really happened comes from the
+//!   command's probe files (harness note `terminal_probe`, scenarios/README.md "Terminal
+//!   probes"): the pid to watch, whether it still ran when the scenario ended and after the
+//!   client exited, the exit code the command exited with, and the exact output it printed. A
+//!   create is matched to its probe by the probe's path (`.acp-terminal/<name>.`) in its command
+//!   line.
+//! * Output is compared only once an exit was reported (the command printed everything): it must
+//!   be the longest suffix of the printed output that fits the limit and starts at a character
+//!   boundary (all of it when it fits). Without a probe only the limit itself is checked.
+//! * After a kill or a release sent before any exit was reported, the command can only have died
+//!   of the signal the client sent: the exit status must name a signal, not an exit code.
+//! * A command still running after the client exited is a warning (R105); the harness killed it.
+
+use serde_json::Value;
+
+use super::{Check, Finding, Problems};
+use crate::record::CaseRecord;
+use crate::wire_model::{Side, WireModel, WireMsg, note_of};
+use acp_vocab::note::{Note, TerminalProbe};
+
+pub struct Terminal;
+
+impl Check for Terminal {
+    fn id(&self) -> &'static str {
+        "terminal"
+    }
+
+    fn rules(&self) -> &'static [u16] {
+        &[100, 101, 102, 103, 104, 105]
+    }
+
+    fn requirement(&self) -> &'static str {
+        "Terminals run the command; output keeps the last outputByteLimit bytes at a character boundary; the exit status is the command's; kill and release stop it, release frees the id; nothing outlives the client."
+    }
+
+    fn evaluate_with(&self, _case: &CaseRecord, model: &WireModel<'_>) -> Finding {
+        let creates: Vec<&WireMsg<'_>> = model
+            .msgs
+            .iter()
+            .filter(|m| m.from == Side::Agent && m.is_request_for("terminal/create"))
+            .collect();
+        if creates.is_empty() {
+            return Finding::not_applicable("scenario sends no terminal/create");
+        }
+        let probes: Vec<TerminalProbe> = model
+            .notes
+            .iter()
+            .filter_map(|(_, n)| match note_of(n) {
+                Some(Note::TerminalProbe(p)) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let mut problems = Problems::new();
+        for create in creates {
+            check_terminal(model, create, &probes, &mut problems);
+        }
+        problems.finish("")
+    }
+}
+
+/// An agent request on one terminal id and the client's first answer (`Err(index)`: an error
+/// response).
+struct Call<'m, 'a> {
+    msg: &'m WireMsg<'a>,
+    method: &'a str,
+    answer: Option<(usize, Result<&'a Value, ()>)>,
+}
+
+fn answer_of<'a>(model: &WireModel<'a>, msg: &WireMsg<'a>) -> Option<(usize, Result<&'a Value, ()>)> {
+    let index = *model.answers_to(msg.index).first()?;
+    let result = model.msg(index).and_then(|r| r.result()).ok_or(());
+    Some((index, result))
+}
+
+fn command_line(params: &Value) -> String {
+    let mut line = params
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    for arg in params
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        line.push(' ');
+        line.push_str(arg);
+    }
+    line
+}
+
+/// The longest suffix of `full` of at most `limit` bytes that starts at a character boundary.
+pub fn kept_tail(full: &str, limit: Option<usize>) -> &str {
+    let Some(limit) = limit else { return full };
+    if full.len() <= limit {
+        return full;
+    }
+    let mut cut = full.len() - limit;
+    while !full.is_char_boundary(cut) {
+        cut += 1;
+    }
+    &full[cut..]
+}
+
+/// How the command ended, as far as the harness knows.
+#[derive(Debug, PartialEq)]
+enum Expected {
+    Code(i32),
+    /// Killed by the client (a kill or release sent while it ran).
+    Signal,
+}
+
+fn exit_problem(expected: &Expected, status: &Value) -> Option<String> {
+    let code = status.get("exitCode").and_then(Value::as_i64);
+    let signal = status.get("signal").and_then(Value::as_str);
+    match expected {
+        Expected::Code(c) if code == Some(i64::from(*c)) && signal.is_none() => None,
+        Expected::Code(c) => Some(format!(
+            "the command exited with code {c}, but the client reported {status}"
+        )),
+        Expected::Signal if signal.is_some() && code.is_none() => None,
+        Expected::Signal => Some(format!(
+            "the client killed the command, so it ended by a signal, but the client reported {status} (a killed command has no exit code; `signal` names the signal)"
+        )),
+    }
+}
+
+fn check_terminal(
+    model: &WireModel<'_>,
+    create: &WireMsg<'_>,
+    probes: &[TerminalProbe],
+    problems: &mut Problems,
+) {
+    let Some(params) = create.params() else { return };
+    let Some((answer, result)) = answer_of(model, create) else {
+        return; // never answered: `jsonrpc` says so
+    };
+    let Some(terminal_id) = result
+        .ok()
+        .and_then(|r| r.get("terminalId"))
+        .and_then(Value::as_str)
+    else {
+        problems.fail(
+            100,
+            format!(
+                "terminal/create #{} was not answered with a terminalId (#{answer}), although the client advertised terminal. Expected the command to be started and its id returned.",
+                create.index
+            ),
+            &[create.index, answer],
+        );
+        return;
+    };
+    let line = command_line(params);
+    let probe = probes
+        .iter()
+        .find(|p| line.contains(&format!(".acp-terminal/{}.", p.name)));
+    let limit = params
+        .get("outputByteLimit")
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok());
+    let calls: Vec<Call<'_, '_>> = model
+        .msgs
+        .iter()
+        .filter(|m| m.from == Side::Agent && m.conn == create.conn && m.index > create.index)
+        .filter(|m| m.is_request())
+        .filter(|m| {
+            m.params()
+                .and_then(|p| p.get("terminalId"))
+                .and_then(Value::as_str)
+                == Some(terminal_id)
+        })
+        .filter_map(|m| {
+            let method = m.method()?;
+            method.starts_with("terminal/").then(|| Call {
+                msg: m,
+                method,
+                answer: answer_of(model, m),
+            })
+        })
+        .collect();
+
+    // The first moment the client reported an exit (answer index), and the first kill/release.
+    let reported_exit = |c: &Call<'_, '_>| match (c.method, &c.answer) {
+        ("terminal/wait_for_exit", Some((_, Ok(_)))) => true,
+        ("terminal/output", Some((_, Ok(r)))) => r.get("exitStatus").is_some_and(|s| !s.is_null()),
+        _ => false,
+    };
+    let first_exit = calls
+        .iter()
+        .filter(|c| reported_exit(c))
+        .filter_map(|c| c.answer.as_ref().map(|(i, _)| *i))
+        .min();
+    let stop = calls
+        .iter()
+        .find(|c| matches!(c.method, "terminal/kill" | "terminal/release"));
+    let expected = match (probe.and_then(|p| p.exit_code), stop) {
+        (Some(code), _) => Some((Expected::Code(code), 0)),
+        (None, Some(stop)) if first_exit.is_none_or(|e| e > stop.msg.index) => {
+            Some((Expected::Signal, stop.msg.index))
+        }
+        _ => None,
+    };
+
+    for call in &calls {
+        let Some((index, Ok(result))) = &call.answer else { continue };
+        let frames = [call.msg.index, *index];
+        let status = match call.method {
+            "terminal/wait_for_exit" => Some(*result),
+            "terminal/output" => result.get("exitStatus").filter(|s| !s.is_null()),
+            _ => None,
+        };
+        if let (Some(status), Some((expected, after))) = (status, &expected) {
+            // Answers after the kill or release count, even to a wait sent before it.
+            if *index > *after {
+                if let Some(problem) = exit_problem(expected, status) {
+                    problems.fail(
+                        102,
+                        format!("{} #{}: {problem}.", call.method, call.msg.index),
+                        &frames,
+                    );
+                }
+            }
+        }
+        if call.method == "terminal/output" {
+            check_output(call, *index, result, limit, probe, first_exit, problems);
+        }
+    }
+
+    let released = calls
+        .iter()
+        .find(|c| c.method == "terminal/release" && matches!(c.answer, Some((_, Ok(_)))));
+    if let Some(release) = released {
+        for later in calls.iter().filter(|c| c.msg.index > release.msg.index) {
+            if let Some((index, Ok(_))) = later.answer {
+                problems.fail(
+                    104,
+                    format!(
+                        "{} #{} on terminal {terminal_id:?} was answered with success (#{index}) after terminal/release #{} freed the id. Expected an error: a released terminal id is invalid.",
+                        later.method, later.msg.index, release.msg.index
+                    ),
+                    &[release.msg.index, later.msg.index, index],
+                );
+            }
+        }
+    }
+    let Some(probe) = probe else { return };
+    if probe.running_at_scenario_end {
+        if let Some(stop) = stop.filter(|c| matches!(c.answer, Some((_, Ok(_))))) {
+            let (rule, what) = if stop.method == "terminal/kill" {
+                (103, "terminal/kill")
+            } else {
+                (104, "terminal/release")
+            };
+            problems.fail(
+                rule,
+                format!(
+                    "{what} #{} of terminal {terminal_id:?} was answered with success, but its command (pid {}, probe {:?}) still ran when the scenario ended. Expected the command and the processes it started to be killed.",
+                    stop.msg.index,
+                    probe.pid.unwrap_or_default(),
+                    probe.name
+                ),
+                &[create.index, stop.msg.index],
+            );
+        }
+    }
+    if probe.running_after_client_exit {
+        problems.warn(
+            105,
+            format!(
+                "the command of terminal {terminal_id:?} (pid {}, probe {:?}) still ran after the client exited; the harness killed it. Expected the client to kill its terminals when it ends.",
+                probe.pid.unwrap_or_default(),
+                probe.name
+            ),
+            &[create.index],
+        );
+    }
+}
+
+fn check_output(
+    call: &Call<'_, '_>,
+    answer: usize,
+    result: &Value,
+    limit: Option<usize>,
+    probe: Option<&TerminalProbe>,
+    first_exit: Option<usize>,
+    problems: &mut Problems,
+) {
+    let frames = [call.msg.index, answer];
+    let Some(output) = result.get("output").and_then(Value::as_str) else {
+        return; // the schema check grades the shape
+    };
+    let truncated = result.get("truncated").and_then(Value::as_bool);
+    if let Some(limit) = limit.filter(|&l| output.len() > l) {
+        problems.fail(
+            101,
+            format!(
+                "terminal/output #{} returned {} bytes of output, over the outputByteLimit of {limit}. Expected the output truncated from the start to at most {limit} bytes.",
+                call.msg.index,
+                output.len()
+            ),
+            &frames,
+        );
+        return;
+    }
+    let exited_before = first_exit.is_some_and(|e| e < answer) || result.get("exitStatus").is_some_and(|s| !s.is_null());
+    let full = match probe.and_then(|p| p.output.as_deref()) {
+        Some(full) if exited_before && probe.is_some_and(|p| p.exit_code.is_some()) => full,
+        _ => return,
+    };
+    let expected = kept_tail(full, limit);
+    if output != expected {
+        let why = if output.starts_with('\u{FFFD}') && !expected.starts_with('\u{FFFD}') {
+            "it starts with U+FFFD: the cut fell inside a multi-byte character".to_owned()
+        } else if full.starts_with(output) && output.len() < full.len() {
+            "it is the beginning of the output: the newest bytes were dropped instead of the oldest".to_owned()
+        } else {
+            format!("it differs from what the command printed ({} bytes returned)", output.len())
+        };
+        problems.fail(
+            101,
+            format!(
+                "terminal/output #{}: {why}. Expected the last {} bytes the command printed{} (outputByteLimit {}).",
+                call.msg.index,
+                expected.len(),
+                if expected.len() < full.len() { ", cut at a character boundary" } else { "" },
+                limit.map_or("none".to_owned(), |l| l.to_string())
+            ),
+            &frames,
+        );
+    }
+    let should = expected.len() < full.len();
+    if truncated.is_some_and(|t| t != should) {
+        problems.fail(
+            101,
+            format!(
+                "terminal/output #{} says truncated: {}, but the command printed {} bytes and the limit is {}. Expected truncated: {should}.",
+                call.msg.index,
+                !should,
+                full.len(),
+                limit.map_or("none".to_owned(), |l| l.to_string())
+            ),
+            &frames,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+    use crate::checks::testkit::{Case, assert_grade, assert_names_its_rule};
+    use serde_json::json;
+
+    fn request(c: &Case, id: u64, method: &str, params: Value) -> usize {
+        c.a2c(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+    }
+
+    fn answer(c: &Case, id: u64, result: Value) -> usize {
+        c.c2a(json!({"jsonrpc":"2.0","id":id,"result":result}))
+    }
+
+    fn on(t: &str) -> Value {
+        json!({"sessionId":"s","terminalId":t})
+    }
+
+    /// create (limit 4) → wait_for_exit → output → release, with a probe for what happened.
+    fn lifecycle(exit: Value, output: Value, probe: Value) -> Case {
+        let c = Case::new();
+        c.handshake();
+        request(&c, 10, "terminal/create", json!({"sessionId":"s","command":"x .acp-terminal/b.out","outputByteLimit":4}));
+        answer(&c, 10, json!({"terminalId":"t"}));
+        request(&c, 11, "terminal/wait_for_exit", on("t"));
+        answer(&c, 11, exit);
+        request(&c, 12, "terminal/output", on("t"));
+        answer(&c, 12, output);
+        request(&c, 13, "terminal/release", on("t"));
+        answer(&c, 13, json!({}));
+        c.note(serde_json::from_value(probe).expect("a terminal_probe note"));
+        c
+    }
+
+    fn probe(extra: Value) -> Value {
+        let mut p = json!({"type":"terminal_probe","name":"b","exit_code":3,"output":"aéfgh"});
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            p[k] = v.clone();
+        }
+        p
+    }
+
+    #[test]
+    fn a_truthful_terminal_passes() {
+        let c = lifecycle(
+            json!({"exitCode":3,"signal":null}),
+            json!({"output":"fgh","truncated":true,"exitStatus":{"exitCode":3,"signal":null}}),
+            probe(json!({})),
+        );
+        assert_grade(&c.grade(&Terminal), Grade::Pass, "");
+    }
+
+    #[test]
+    fn wrong_exit_status_head_truncation_and_a_leak_fail() {
+        let c = lifecycle(
+            json!({"exitCode":0,"signal":null}),
+            json!({"output":"aéf","truncated":true}),
+            probe(json!({})),
+        );
+        let f = c.grade(&Terminal);
+        assert_grade(&f, Grade::Fail, "exited with code 3");
+        assert!(f.message.contains("the beginning of the output"), "{}", f.message);
+        assert_names_its_rule(&Terminal, &f);
+        let c = lifecycle(
+            json!({"exitCode":3,"signal":null}),
+            json!({"output":"\u{FFFD}gh","truncated":true}),
+            probe(json!({})),
+        );
+        assert_grade(&c.grade(&Terminal), Grade::Fail, "over the outputByteLimit of 4");
+        let c = lifecycle(
+            json!({"exitCode":3,"signal":null}),
+            json!({"output":"fgh","truncated":false}),
+            probe(json!({})),
+        );
+        assert_grade(&c.grade(&Terminal), Grade::Fail, "Expected truncated: true");
+        let c = lifecycle(
+            json!({"exitCode":3,"signal":null}),
+            json!({"output":"fgh","truncated":true}),
+            probe(json!({"pid":7,"running_at_scenario_end":true,"running_after_client_exit":true})),
+        );
+        let f = c.grade(&Terminal);
+        assert_grade(&f, Grade::Fail, "still ran when the scenario ended");
+        assert!(f.message.contains("the harness killed it"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_kill_must_show_as_a_signal_and_a_released_id_must_be_dead() {
+        let c = Case::new();
+        c.handshake();
+        request(&c, 10, "terminal/create", json!({"sessionId":"s","command":"sleep 9"}));
+        answer(&c, 10, json!({"terminalId":"t"}));
+        request(&c, 11, "terminal/kill", on("t"));
+        answer(&c, 11, json!({}));
+        request(&c, 12, "terminal/wait_for_exit", on("t"));
+        answer(&c, 12, json!({"exitCode":0,"signal":null}));
+        request(&c, 13, "terminal/release", on("t"));
+        answer(&c, 13, json!({}));
+        request(&c, 14, "terminal/output", on("t"));
+        answer(&c, 14, json!({"output":"","truncated":false}));
+        let f = c.grade(&Terminal);
+        assert_grade(&f, Grade::Fail, "the client killed the command");
+        assert!(f.message.contains("after terminal/release #"), "{}", f.message);
+    }
+
+    #[test]
+    fn no_terminal_request_is_not_applicable() {
+        let c = Case::new();
+        c.handshake();
+        assert_grade(&c.grade(&Terminal), Grade::NotApplicable, "no terminal/create");
+    }
+
+    #[test]
+    fn the_kept_tail_starts_at_a_character_boundary() {
+        assert_eq!(kept_tail("abc", None), "abc");
+        assert_eq!(kept_tail("abc", Some(5)), "abc");
+        assert_eq!(kept_tail("abcd", Some(3)), "bcd");
+        assert_eq!(kept_tail("aéb", Some(2)), "b");
+        assert_eq!(kept_tail("aéb", Some(3)), "éb");
+    }
+
+    #[test]
+    fn exit_status_is_compared_with_what_happened() {
+        let code3 = serde_json::json!({"exitCode": 3, "signal": null});
+        let killed = serde_json::json!({"exitCode": null, "signal": "SIGKILL"});
+        let zero = serde_json::json!({"exitCode": 0, "signal": null});
+        assert_eq!(exit_problem(&Expected::Code(3), &code3), None);
+        assert!(exit_problem(&Expected::Code(3), &zero).is_some());
+        assert_eq!(exit_problem(&Expected::Signal, &killed), None);
+        assert!(exit_problem(&Expected::Signal, &zero).is_some());
+    }
+}
