@@ -28,8 +28,15 @@ pub const PROTOCOL_VERSION: u64 = 1;
 #[derive(Debug)]
 pub enum Purpose {
     Initialize,
-    NewSession { seq: u64, handle: String },
-    Prompt { session_id: String },
+    NewSession {
+        seq: u64,
+        handle: String,
+    },
+    Prompt {
+        session_id: String,
+    },
+    /// `session/cancel` sent as a request (only `cancel-as-request`): its answer means nothing.
+    CancelRequest,
 }
 
 enum AgentState {
@@ -69,6 +76,8 @@ pub struct Client {
     last_prompted: Option<String>,
     /// What the client approves without asking (its policy and the user's remembered grants).
     decider: Decider,
+    /// Set by `stop-after-unknown-update` at the first unknown update: nothing after it is read.
+    deaf_to_updates: bool,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -100,6 +109,7 @@ impl Client {
             events: Vec::new(),
             last_prompted: None,
             decider: Decider::new(Policy::for_mutant(mutant), mutant),
+            deaf_to_updates: false,
         }
     }
 
@@ -449,7 +459,14 @@ impl Client {
         session.cancelling = running;
         let turn = session.turn;
         if let Some(conn) = &mut self.conn {
-            conn.notify("session/cancel", json!({"sessionId": session_id}));
+            let params = json!({"sessionId": session_id});
+            // MUTANT cancel-as-request (xenodium/acp.el#1, nexu-io/open-design#7959): the cancel
+            // goes out as a request with an id instead of the notification it is.
+            if self.mutant == Some(Mutant::CancelAsRequest) {
+                conn.request("session/cancel", params, Purpose::CancelRequest);
+            } else {
+                conn.notify("session/cancel", params);
+            }
         }
         for approval in pending {
             self.answer_cancelled(approval);

@@ -36,6 +36,11 @@
 //! | `card-dropped-on-progress` | `client.rs`, `on_session_update` (pending card of an updated tool call) |
 //! | `request-after-stop-to-user` | `client.rs`, `on_permission_request` (a request during a cancel) |
 //! | `process-cwd-as-session-cwd` | `client.rs`, `send_session_new` (`cwd` sent) |
+//! | `crash-on-unknown-update` | `client/agent.rs`, `on_session_update` (an unknown variant) |
+//! | `stop-after-unknown-update` | `client/agent.rs`, `on_session_update` (updates after one) |
+//! | `ignore-extension-request` | `client/agent.rs`, `on_agent` (a `_` request) |
+//! | `cancel-as-request` | `client.rs`, `cancel` (how `session/cancel` is sent) |
+//! | `ignore-cancel-request` | `client/agent.rs`, `on_agent` (the agent's `$/cancel_request`) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -107,10 +112,26 @@ pub enum Mutant {
     RequestAfterStopToUser,
     /// `session/new` carries the client's own process cwd (formulahendry/vscode-acp#14).
     ProcessCwdAsSessionCwd,
+    /// A typed parser rejects a `session/update` variant it does not know and the client dies
+    /// (RyderFreeman4Logos/cli-sub-agent#2585: `usage_update` failed JSON-RPC decoding).
+    CrashOnUnknownUpdate,
+    /// After one `session/update` it does not understand, the client processes no further
+    /// update (xenodium/agent-shell#455).
+    StopAfterUnknownUpdate,
+    /// An unrecognized agent request is never answered, so the agent waits for its id
+    /// (carlos-algms/agentic.nvim#314; QwenLM/qwen-code#4925).
+    IgnoreExtensionRequest,
+    /// `session/cancel` is sent as a request with an id (xenodium/acp.el#1,
+    /// nexu-io/open-design#7959).
+    CancelAsRequest,
+    /// The agent's `$/cancel_request` for a pending permission request is dropped: the card
+    /// stays and the request is never answered (mrmans0n/alas#1380 review: a cancellation that
+    /// arrives while the policy lookup runs is lost and the request stays parked).
+    IgnoreCancelRequest,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 30] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -136,6 +157,11 @@ impl Mutant {
         Mutant::CardDroppedOnProgress,
         Mutant::RequestAfterStopToUser,
         Mutant::ProcessCwdAsSessionCwd,
+        Mutant::CrashOnUnknownUpdate,
+        Mutant::StopAfterUnknownUpdate,
+        Mutant::IgnoreExtensionRequest,
+        Mutant::CancelAsRequest,
+        Mutant::IgnoreCancelRequest,
     ];
 
     /// The `--mutant` name.
@@ -166,6 +192,11 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => "card-dropped-on-progress",
             Mutant::RequestAfterStopToUser => "request-after-stop-to-user",
             Mutant::ProcessCwdAsSessionCwd => "process-cwd-as-session-cwd",
+            Mutant::CrashOnUnknownUpdate => "crash-on-unknown-update",
+            Mutant::StopAfterUnknownUpdate => "stop-after-unknown-update",
+            Mutant::IgnoreExtensionRequest => "ignore-extension-request",
+            Mutant::CancelAsRequest => "cancel-as-request",
+            Mutant::IgnoreCancelRequest => "ignore-cancel-request",
         }
     }
 
@@ -285,6 +316,30 @@ impl Mutant {
                 "formulahendry/vscode-acp#14 (before the fix): session/new carries the client \
                  process's own cwd, not the folder the user opened"
             }
+            Mutant::CrashOnUnknownUpdate => {
+                "RyderFreeman4Logos/cli-sub-agent#2585: a session/update variant the client's typed \
+                 parser does not know (usage_update there) fails JSON-RPC decoding and the \
+                 client dies"
+            }
+            Mutant::StopAfterUnknownUpdate => {
+                "xenodium/agent-shell#455: after a session/update it does not understand the \
+                 client processes no further update, so the rest of the turn is never shown"
+            }
+            Mutant::IgnoreExtensionRequest => {
+                "carlos-algms/agentic.nvim#314 (before the fix): an unrecognized agent request \
+                 (a _-prefixed extension) is logged and never answered; the agent waits for its \
+                 id (QwenLM/qwen-code#4925)"
+            }
+            Mutant::CancelAsRequest => {
+                "xenodium/acp.el#1, nexu-io/open-design#7959: session/cancel is sent as a request \
+                 with an id; an agent that handles it as the notification it is answers -32601 \
+                 or nothing, and the turn is not cancelled"
+            }
+            Mutant::IgnoreCancelRequest => {
+                "mrmans0n/alas#1380 (review): the agent's $/cancel_request for a pending \
+                 permission request is lost, so the card stays and the request is never \
+                 answered (R52: a result or -32800)"
+            }
         }
     }
 
@@ -318,6 +373,11 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => &["offered-options"],
             Mutant::RequestAfterStopToUser => &["cancel-stop", "jsonrpc"],
             Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
+            Mutant::CrashOnUnknownUpdate => &["unknown-messages"],
+            Mutant::StopAfterUnknownUpdate => &["tool-call-row", "unknown-messages"],
+            Mutant::IgnoreExtensionRequest => &["jsonrpc", "unknown-messages"],
+            Mutant::CancelAsRequest => &["cancel-stop", "schema"],
+            Mutant::IgnoreCancelRequest => &["jsonrpc"],
         }
     }
 }

@@ -20,6 +20,7 @@ mod stable_item_type;
 mod subject_kind;
 mod tool_call_row;
 mod turn_end;
+mod unknown_messages;
 
 pub use auto_approval::{AutoApproval, declared_policy};
 pub use cancel_stop::CancelStop;
@@ -34,6 +35,7 @@ pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
 pub use tool_call_row::ToolCallRow;
 pub use turn_end::TurnEnd;
+pub use unknown_messages::UnknownMessages;
 
 use serde::{Deserialize, Serialize};
 
@@ -190,6 +192,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(TurnEnd),
         Box::new(ToolCallRow),
         Box::new(AutoApproval),
+        Box::new(UnknownMessages),
     ]
 }
 
@@ -406,7 +409,7 @@ fn crash_message(
 }
 
 /// `message`, then the client's stderr tail.
-fn with_stderr(mut message: String, stderr: &str) -> String {
+pub(crate) fn with_stderr(mut message: String, stderr: &str) -> String {
     let tail = stderr.trim_end();
     if tail.is_empty() {
         message.push_str("\nstderr: (empty)");
