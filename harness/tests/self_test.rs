@@ -63,13 +63,16 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("request-after-stop-to-user", &["cancel-stop", "jsonrpc"]),
     ("process-cwd-as-session-cwd", &["session-cwd"]),
     // Issue 15: unknown messages, request cancellation.
-    ("crash-on-unknown-update", &["unknown-messages"]),
+    (
+        "crash-on-unknown-update",
+        &["tool-call-row", "turn-end", "unknown-messages"],
+    ),
     (
         "stop-after-unknown-update",
         &["tool-call-row", "unknown-messages"],
     ),
     ("ignore-extension-request", &["jsonrpc", "unknown-messages"]),
-    ("cancel-as-request", &["cancel-stop", "schema"]),
+    ("cancel-as-request", &["cancel-stop", "jsonrpc", "schema"]),
     ("ignore-cancel-request", &["jsonrpc"]),
 ];
 

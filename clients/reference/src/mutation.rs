@@ -373,10 +373,10 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => &["offered-options"],
             Mutant::RequestAfterStopToUser => &["cancel-stop", "jsonrpc"],
             Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
-            Mutant::CrashOnUnknownUpdate => &["unknown-messages"],
+            Mutant::CrashOnUnknownUpdate => &["tool-call-row", "turn-end", "unknown-messages"],
             Mutant::StopAfterUnknownUpdate => &["tool-call-row", "unknown-messages"],
             Mutant::IgnoreExtensionRequest => &["jsonrpc", "unknown-messages"],
-            Mutant::CancelAsRequest => &["cancel-stop", "schema"],
+            Mutant::CancelAsRequest => &["cancel-stop", "jsonrpc", "schema"],
             Mutant::IgnoreCancelRequest => &["jsonrpc"],
         }
     }

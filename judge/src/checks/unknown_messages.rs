@@ -117,11 +117,16 @@ impl Check for UnknownMessages {
         } else if reports(case, model, "item") {
             for (sid, tcid, announced) in announced_after(model, first.index) {
                 if model.item_events(sid, tcid).is_empty() {
+                    // The stderr tail says whether it stopped or died of it (a client that
+                    // exits after the agent's last frame still leaves the run complete).
                     problems.warn(
                         first.rule,
-                        format!(
-                            "the client stopped processing updates after the agent's {} at #{}: tool call \"{tcid}\" (session \"{sid}\"), announced at #{announced}, got no timeline item.",
-                            first.what, first.index
+                        with_stderr(
+                            format!(
+                                "the client stopped processing updates after the agent's {} at #{}: tool call \"{tcid}\" (session \"{sid}\"), announced at #{announced}, got no timeline item.",
+                                first.what, first.index
+                            ),
+                            &case.stderr_tail,
                         ),
                         &[first.index, announced],
                     );
