@@ -200,7 +200,7 @@ mod tests {
     use serde_json::json;
 
     fn with_unknown_update(c: &Case) -> usize {
-        c.note(json!({"type":"fault","kind":"invalid","step":5}));
+        c.fault_next(acp_vocab::note::FaultKind::Invalid, 1);
         c.update(json!({"sessionUpdate":"agent_activity_update","activity":"reading"}))
     }
 
