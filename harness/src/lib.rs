@@ -9,6 +9,7 @@ pub mod bench;
 pub mod case_symlinks;
 pub mod client_spec;
 pub mod control;
+pub mod coverage;
 pub mod fuzz;
 pub mod launch;
 pub mod locate;

@@ -94,6 +94,9 @@ enum Command {
     /// updates in one scenario). Prints a table, writes it as JSON to --out, progress on stderr.
     /// Exits 0 once written, whether or not the goals are met; 2 on bad input.
     Bench(acp_harness::bench::BenchArgs),
+    /// The protocol-surface coverage table: every stable ACP v1 method and session/update
+    /// variant against the scenarios that exercise it, or the sourced reason none does.
+    Coverage(acp_harness::coverage::cli::CoverageArgs),
     /// Turn a permission_mapping fuzz input (crash artifact, corpus file or JSON seed) into a
     /// regression scenario.
     ///
@@ -200,6 +203,7 @@ fn main() -> ExitCode {
         Command::Rules(args) => acp_harness::offline::rules(&args),
         Command::Diff(args) => diff(args),
         Command::Bench(args) => acp_harness::bench::run(args),
+        Command::Coverage(args) => acp_harness::coverage::cli::command(&args),
         Command::FuzzToScenario {
             artifact,
             id,

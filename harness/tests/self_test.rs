@@ -76,6 +76,18 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("truncate-keeps-head", &["terminal"]),
     ("truncate-mid-character", &["terminal"]),
     ("signal-as-exit-zero", &["terminal"]),
+    // Issue 15: unknown messages, request cancellation.
+    (
+        "crash-on-unknown-update",
+        &["tool-call-row", "turn-end", "unknown-messages"],
+    ),
+    (
+        "stop-after-unknown-update",
+        &["tool-call-row", "unknown-messages"],
+    ),
+    ("ignore-extension-request", &["jsonrpc", "unknown-messages"]),
+    ("cancel-as-request", &["cancel-stop", "jsonrpc", "schema"]),
+    ("ignore-cancel-request", &["jsonrpc"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with
@@ -136,8 +148,9 @@ fn failed_checks(results: &[CaseResult]) -> BTreeSet<&'static str> {
         .collect()
 }
 
-/// Trials without a verdict that the client's bug does not explain: any `error` or `crash`, and a
-/// `timeout` in a case where no check names what went wrong (or the whole case timed out).
+/// Trials without a verdict that the client's bug does not explain: any `error`, a `crash` of a
+/// mutant in a case where no check names what went wrong, and a `timeout` in a case where no
+/// check names what went wrong (or the whole case timed out).
 fn unexplained(results: &[CaseResult], mutant: bool) -> Vec<String> {
     let mut out = Vec::new();
     for r in results {
@@ -150,7 +163,10 @@ fn unexplained(results: &[CaseResult], mutant: bool) -> Vec<String> {
                 Grade::Timeout => {
                     mutant && named && matches!(r.record.end, RunEnd::Incomplete { .. })
                 }
-                Grade::Error | Grade::Crash => false,
+                // A crash the mutant's bug causes is explained when a check of the case names
+                // it (`unknown-messages` names the frame the client died of).
+                Grade::Crash => mutant && named && matches!(r.record.end, RunEnd::Crash { .. }),
+                Grade::Error => false,
                 _ => true,
             };
             if !explained {

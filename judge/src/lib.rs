@@ -13,4 +13,5 @@ pub mod checks;
 pub mod policy;
 pub mod record;
 pub mod rules;
+pub mod surface;
 pub mod wire_model;

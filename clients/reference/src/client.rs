@@ -41,6 +41,8 @@ pub enum Purpose {
     Reopen { seq: u64, handle: String },
     ListSessions { seq: u64 },
     CloseSession { seq: u64, handle: String },
+    /// `session/cancel` sent as a request (only `cancel-as-request`): its answer means nothing.
+    CancelRequest,
 }
 
 enum AgentState {
@@ -90,6 +92,8 @@ pub struct Client {
     agent_caps: Value,
     /// The agent's terminals (real processes).
     terminals: Terminals,
+    /// Set by `stop-after-unknown-update` at the first unknown update: nothing after it is read.
+    deaf_to_updates: bool,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -124,6 +128,7 @@ impl Client {
             fs_grants: FsGrants::default(),
             agent_caps: Value::Null,
             terminals: Terminals::new(mutant),
+            deaf_to_updates: false,
         }
     }
 
@@ -488,7 +493,14 @@ impl Client {
         session.cancelling = running;
         let turn = session.turn;
         if let Some(conn) = &mut self.conn {
-            conn.notify("session/cancel", json!({"sessionId": session_id}));
+            let params = json!({"sessionId": session_id});
+            // MUTANT cancel-as-request (xenodium/acp.el#1, nexu-io/open-design#7959): the cancel
+            // goes out as a request with an id instead of the notification it is.
+            if self.mutant == Some(Mutant::CancelAsRequest) {
+                conn.request("session/cancel", params, Purpose::CancelRequest);
+            } else {
+                conn.notify("session/cancel", params);
+            }
         }
         for approval in pending {
             self.answer_cancelled(approval);

@@ -47,6 +47,11 @@
 //! | `truncate-keeps-head` | `terminal.rs`, `Output::push` (which end the limit keeps) |
 //! | `truncate-mid-character` | `terminal.rs`, `Output::text` (where the kept text starts) |
 //! | `signal-as-exit-zero` | `terminal.rs`, `ExitStatus::from_std` (the exit status reported) |
+//! | `crash-on-unknown-update` | `client/agent.rs`, `on_session_update` (an unknown variant) |
+//! | `stop-after-unknown-update` | `client/agent.rs`, `on_session_update` (updates after one) |
+//! | `ignore-extension-request` | `client/agent.rs`, `on_agent` (a `_` request) |
+//! | `cancel-as-request` | `client.rs`, `cancel` (how `session/cancel` is sent) |
+//! | `ignore-cancel-request` | `client/agent.rs`, `on_agent` (the agent's `$/cancel_request`) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -156,10 +161,26 @@ pub enum Mutant {
     /// A command killed by a signal is reported as `exitCode: 0` (earendil-works/pi#8992,
     /// openclaw/openclaw#148027: `code ?? 0`).
     SignalAsExitZero,
+    /// A typed parser rejects a `session/update` variant it does not know and the client dies
+    /// (RyderFreeman4Logos/cli-sub-agent#2585: `usage_update` failed JSON-RPC decoding).
+    CrashOnUnknownUpdate,
+    /// After one `session/update` it does not understand, the client processes no further
+    /// update (xenodium/agent-shell#455).
+    StopAfterUnknownUpdate,
+    /// An unrecognized agent request is never answered, so the agent waits for its id
+    /// (carlos-algms/agentic.nvim#314; QwenLM/qwen-code#4925).
+    IgnoreExtensionRequest,
+    /// `session/cancel` is sent as a request with an id (xenodium/acp.el#1,
+    /// nexu-io/open-design#7959).
+    CancelAsRequest,
+    /// The agent's `$/cancel_request` for a pending permission request is dropped: the card
+    /// stays and the request is never answered (mrmans0n/alas#1380 review: a cancellation that
+    /// arrives while the policy lookup runs is lost and the request stays parked).
+    IgnoreCancelRequest,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 36] = [
+    pub const ALL: [Mutant; 41] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -196,6 +217,11 @@ impl Mutant {
         Mutant::TruncateKeepsHead,
         Mutant::TruncateMidCharacter,
         Mutant::SignalAsExitZero,
+        Mutant::CrashOnUnknownUpdate,
+        Mutant::StopAfterUnknownUpdate,
+        Mutant::IgnoreExtensionRequest,
+        Mutant::CancelAsRequest,
+        Mutant::IgnoreCancelRequest,
     ];
 
     /// The `--mutant` name.
@@ -237,6 +263,11 @@ impl Mutant {
             Mutant::TruncateKeepsHead => "truncate-keeps-head",
             Mutant::TruncateMidCharacter => "truncate-mid-character",
             Mutant::SignalAsExitZero => "signal-as-exit-zero",
+            Mutant::CrashOnUnknownUpdate => "crash-on-unknown-update",
+            Mutant::StopAfterUnknownUpdate => "stop-after-unknown-update",
+            Mutant::IgnoreExtensionRequest => "ignore-extension-request",
+            Mutant::CancelAsRequest => "cancel-as-request",
+            Mutant::IgnoreCancelRequest => "ignore-cancel-request",
         }
     }
 
@@ -408,6 +439,30 @@ impl Mutant {
                 "earendil-works/pi#8992, openclaw/openclaw#148027: a command killed by a signal \
                  is reported with exit code 0 (`code ?? 0`) and no signal"
             }
+            Mutant::CrashOnUnknownUpdate => {
+                "RyderFreeman4Logos/cli-sub-agent#2585: a session/update variant the client's typed \
+                 parser does not know (usage_update there) fails JSON-RPC decoding and the \
+                 client dies"
+            }
+            Mutant::StopAfterUnknownUpdate => {
+                "xenodium/agent-shell#455: after a session/update it does not understand the \
+                 client processes no further update, so the rest of the turn is never shown"
+            }
+            Mutant::IgnoreExtensionRequest => {
+                "carlos-algms/agentic.nvim#314 (before the fix): an unrecognized agent request \
+                 (a _-prefixed extension) is logged and never answered; the agent waits for its \
+                 id (QwenLM/qwen-code#4925)"
+            }
+            Mutant::CancelAsRequest => {
+                "xenodium/acp.el#1, nexu-io/open-design#7959: session/cancel is sent as a request \
+                 with an id; an agent that handles it as the notification it is answers -32601 \
+                 or nothing, and the turn is not cancelled"
+            }
+            Mutant::IgnoreCancelRequest => {
+                "mrmans0n/alas#1380 (review): the agent's $/cancel_request for a pending \
+                 permission request is lost, so the card stays and the request is never \
+                 answered (R52: a result or -32800)"
+            }
         }
     }
 
@@ -452,6 +507,11 @@ impl Mutant {
             | Mutant::TruncateKeepsHead
             | Mutant::TruncateMidCharacter
             | Mutant::SignalAsExitZero => &["terminal"],
+            Mutant::CrashOnUnknownUpdate => &["tool-call-row", "turn-end", "unknown-messages"],
+            Mutant::StopAfterUnknownUpdate => &["tool-call-row", "unknown-messages"],
+            Mutant::IgnoreExtensionRequest => &["jsonrpc", "unknown-messages"],
+            Mutant::CancelAsRequest => &["cancel-stop", "jsonrpc", "schema"],
+            Mutant::IgnoreCancelRequest => &["jsonrpc"],
         }
     }
 }

@@ -182,7 +182,15 @@ impl<'a, C: Connector> Engine<'a, C> {
             Reply::Result(v) => ("result", v),
             Reply::Error(v) => ("error", v),
         };
-        let body = self.vars.fill(body).map_err(|m| self.harness(step, m))?;
+        let mut body = self.vars.fill(body).map_err(|m| self.harness(step, m))?;
+        let mut key = key;
+        // The client withdrew this request with `$/cancel_request`: the agent answers it as the
+        // request-cancellation agents do (agentclientprotocol/codex-acp#221, claude-agent-acp#801;
+        // R52: a result or -32800), with the -32800 error instead of the scripted reply.
+        if self.withdrawn_by_client(msg) {
+            key = "error";
+            body = serde_json::json!({"code": -32800, "message": "Request cancelled"});
+        }
         let Some(id) = &msg.raw_id else {
             let method = matching::method(&msg.json).unwrap_or("a message");
             return Err(self.incomplete(
@@ -285,6 +293,19 @@ impl<'a, C: Connector> Engine<'a, C> {
             self.vars.set(name, value.clone());
         }
         Ok(())
+    }
+
+    /// True if the client sent `$/cancel_request` for its request `msg` (ids compared as JSON).
+    fn withdrawn_by_client(&self, msg: &Msg) -> bool {
+        let (Some(conn), Some(id)) = (&self.conn, msg.json.get("id")) else {
+            return false;
+        };
+        conn.mailbox().unconsumed().iter().any(|m| {
+            m.index > msg.index
+                && matching::method(&m.json) == Some("$/cancel_request")
+                && m.json.get("id").is_none()
+                && m.json.pointer("/params/requestId") == Some(id)
+        })
     }
 
     /// Responses that almost answer `id` (same id, other JSON type), to explain a timeout.

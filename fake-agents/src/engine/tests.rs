@@ -873,3 +873,33 @@ async fn an_answer_without_the_bound_value_ends_the_run_incomplete() {
         other => panic!("expected incomplete, got {other:?}"),
     }
 }
+#[tokio::test]
+async fn a_request_the_client_withdrew_is_answered_request_cancelled() {
+    let body = r#"
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+expect = "note"
+
+[[step]]
+reply_to = "prompt"
+result = '{"stopReason":"end_turn"}'
+"#;
+    let mut run = start(body, Opts::default());
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":"p-1","method":"session/prompt","params":{}}"#)
+        .await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"p-1"}}"#)
+        .await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","method":"note","params":{}}"#)
+        .await;
+    let answer = run.client.recv().await;
+    assert_eq!(answer["id"], "p-1");
+    assert_eq!(answer["error"]["code"], -32800, "{answer}");
+    let (out, _, _) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+}

@@ -458,6 +458,10 @@ fn decode_utf8(file: &str, bytes: Vec<u8>) -> Result<String, ScenarioError> {
     })
 }
 
+/// The coverage table's explanations at the top of the scenarios folder (`acp-harness
+/// coverage`): data about the corpus, not a scenario, so [`load_dir`] skips it.
+pub const COVERAGE_FILE: &str = "coverage.toml";
+
 /// Loads every `*.toml` below `dir` (recursively, in sorted path order) against the embedded
 /// profiles. Files must sit at `<agent>/<version>/<id>.toml` (so case ids are unique). Any error
 /// means nothing should run: callers report them all and stop.
@@ -530,7 +534,8 @@ fn collect_toml(dir: &Path, depth: usize, out: &mut Vec<PathBuf>, errors: &mut V
     };
     for entry in entries.filter_map(Result::ok) {
         let path = entry.path();
-        if entry.file_name().to_string_lossy().starts_with('.') {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') || (depth == 0 && name == COVERAGE_FILE) {
             continue;
         }
         // Follow symlinks: a scenarios folder may link shared files.

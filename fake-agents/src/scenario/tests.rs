@@ -600,6 +600,9 @@ fn coverage_matrix() -> (Vec<(String, String)>, Vec<Vec<String>>) {
     let table: Vec<String> = readme
         .lines()
         .skip_while(|l| !l.starts_with("### Coverage matrix"))
+        .skip(1)
+        // The matrix ends at the next heading (the generated protocol-surface table follows).
+        .take_while(|l| !l.starts_with('#'))
         .filter(|l| l.starts_with('|'))
         .map(str::to_owned)
         .collect();

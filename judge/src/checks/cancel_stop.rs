@@ -14,7 +14,8 @@
 //! * The cancelled turn is the `session/prompt` of that session in progress at the cancel; it ends
 //!   with the agent's response to it (or the client's next `session/prompt`). A cancel while no
 //!   prompt is in progress asks for nothing on the wire.
-//! * `session/cancel` missing is `fail`; if the client instead answered a pending request with a
+//! * `session/cancel` missing is `fail`; sent as a request (with an id) it is `fail` with that
+//!   said (R182: it is a notification); if the client instead answered a pending request with a
 //!   `reject_*` option, the message says exactly that (the ZERO #915 bug).
 //! * Pending requests answered `selected`, with a JSON-RPC error, or never, are `fail` (R43/R44);
 //!   so is a request arriving later in the cancelled turn (after the Stop, before the agent's
@@ -48,7 +49,7 @@ impl Check for CancelStop {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[42, 43, 44, 46, 47, 48, 50]
+        &[42, 43, 44, 46, 47, 48, 50, 182]
     }
 
     fn requirement(&self) -> &'static str {
@@ -187,7 +188,23 @@ fn check_cancel(
             .session_msgs_from(sid, at)
             .take_while(|m| m.index < next_cancel)
             .any(|m| m.from == Side::Client && m.is_notification_for("session/cancel"));
-        if !sent {
+        let as_request = || {
+            model
+                .session_msgs_from(sid, at)
+                .take_while(|m| m.index < next_cancel)
+                .find(|m| m.from == Side::Client && m.is_request_for("session/cancel"))
+        };
+        if let Some(request) = (!sent).then(as_request).flatten() {
+            problems.fail(
+                182,
+                format!(
+                    "after the user cancel #{at} the client sent session/cancel for session \"{sid}\" as a request (id {}) at #{}, but session/cancel is a notification: it must have no id. An agent that handles the notification answers the request -32601 or not at all, and the turn may run on.",
+                    request.id().map_or("?".to_owned(), |id| id.to_string()),
+                    request.index
+                ),
+                &[at, request.index],
+            );
+        } else if !sent {
             let rejected = pending.iter().find_map(|p| {
                 let answer = p.answers.first().copied()?;
                 match model.permission_answer(answer) {
@@ -477,6 +494,18 @@ mod tests {
             Grade::Fail,
             "never sent session/cancel",
         );
+    }
+
+    #[test]
+    fn session_cancel_sent_as_a_request_fails_saying_so() {
+        let c = Case::new();
+        cancelled_turn(&c);
+        c.c2a(json!({"jsonrpc":"2.0","id":7,"method":"session/cancel","params":{"sessionId":SID}}));
+        c.cancelled(json!(0));
+        c.prompt_result("cancelled");
+        let f = c.grade(&CancelStop);
+        assert_grade(&f, Grade::Fail, "as a request (id 7)");
+        assert_eq!(f.rule, Some(182));
     }
 
     #[test]

@@ -43,7 +43,8 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "session-isolation",
             "turn-end",
             "tool-call-row",
-            "auto-approval"
+            "auto-approval",
+            "unknown-messages"
         ]
     );
     for check in all_checks() {
@@ -72,13 +73,14 @@ fn completed_run_grades_each_check() {
             ("turn-end", Grade::Pass),
             ("tool-call-row", Grade::Pass),
             ("auto-approval", Grade::Pass),
+            ("unknown-messages", Grade::NotApplicable),
         ]
     );
     assert_eq!(
         trial(&trials, "cancel-stop").message,
         "scenario never cancels"
     );
-    assert_eq!(trial(&trials, "jsonrpc").rules, &[1, 2, 3, 4, 6, 7]);
+    assert_eq!(trial(&trials, "jsonrpc").rules, &[1, 2, 3, 4, 6, 7, 52]);
 }
 
 #[test]

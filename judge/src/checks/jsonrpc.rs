@@ -11,7 +11,8 @@
 //! for the client (runner note `run_stopped`) for every request that had waited at least one step
 //! timeout by then, or that was pending when the client closed the agent connection: a client
 //! that drops agent requests fails here by name, not only with `timeout`. A crash is graded as
-//! the death. A frame the harness duplicated on purpose (note `{"type":"fault","kind":
+//! the death. A request the agent withdrew with `$/cancel_request` must still be answered (R52:
+//! a result or -32800), and a missing answer cites that rule. A frame the harness duplicated on purpose (note `{"type":"fault","kind":
 //! "duplicate"}`) may be answered once or twice. An error response with id `null` after the
 //! agent wrote garbage on that connection is the JSON-RPC answer to garbage (-32700), not a
 //! response to an unknown id. A line over the harness's frame limit (note `frame_too_long`, 16 MiB
@@ -32,7 +33,7 @@ impl Check for JsonRpc {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[1, 2, 3, 4, 6, 7]
+        &[1, 2, 3, 4, 6, 7, 52]
     }
 
     fn requirement(&self) -> &'static str {
@@ -112,6 +113,20 @@ impl Check for JsonRpc {
                     &frames,
                 );
             } else if answers.is_empty() && unanswered_counts(case, model, msg.index) {
+                if let Some(withdrawn) = withdrawal(model, msg.conn, id, msg.index) {
+                    // R52: a request the agent withdrew is still answered, -32800 or a result.
+                    problems.fail(
+                        52,
+                        format!(
+                            "agent request #{} ({method}, id {}) was withdrawn by the agent's $/cancel_request at #{withdrawn} and then never answered{}. Expected the receiver to still answer it: a result, or the error -32800 (Request cancelled).",
+                            msg.index,
+                            describe_id(id),
+                            super::before_the_end(case, model),
+                        ),
+                        &[msg.index, withdrawn],
+                    );
+                    continue;
+                }
                 problems.fail(
                     7,
                     format!(
@@ -181,6 +196,25 @@ impl Check for JsonRpc {
         }
         problems.finish("")
     }
+}
+
+/// The agent's `$/cancel_request` for its request `id` on `conn` sent after `request`, if any.
+fn withdrawal(
+    model: &WireModel<'_>,
+    conn: u32,
+    id: &serde_json::Value,
+    request: usize,
+) -> Option<usize> {
+    model
+        .msgs_from(request + 1)
+        .iter()
+        .find(|m| {
+            m.from == Side::Agent
+                && m.conn == conn
+                && m.is_notification_for("$/cancel_request")
+                && m.params().and_then(|p| p.get("requestId")) == Some(id)
+        })
+        .map(|m| m.index)
 }
 
 /// True if a request without an answer counts as never answered: on a completed run always; on a
@@ -261,6 +295,21 @@ mod tests {
         c.permission(json!("abc-1"), json!({"toolCallId":"c"}), opts3());
         c.select(json!("abc-1"), "once");
         c.prompt_result("end_turn");
+        assert_eq!(c.grade(&JsonRpc), Finding::pass());
+    }
+
+    #[test]
+    fn a_withdrawn_request_must_still_be_answered() {
+        let c = base();
+        c.permission(json!(5), json!({"toolCallId":"c"}), opts3());
+        c.a2c(json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}));
+        c.prompt_result("end_turn");
+        let f = c.grade(&JsonRpc);
+        assert_grade(&f, Grade::Fail, "withdrawn by the agent's $/cancel_request");
+        assert_eq!(f.rule, Some(52));
+        c.c2a(
+            json!({"jsonrpc":"2.0","id":5,"error":{"code":-32800,"message":"Request cancelled"}}),
+        );
         assert_eq!(c.grade(&JsonRpc), Finding::pass());
     }
 

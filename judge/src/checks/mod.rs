@@ -22,6 +22,7 @@ mod subject_kind;
 mod terminal;
 mod tool_call_row;
 mod turn_end;
+mod unknown_messages;
 
 pub use auto_approval::{AutoApproval, declared_policy};
 pub use cancel_stop::CancelStop;
@@ -38,6 +39,7 @@ pub use subject_kind::SubjectKind;
 pub use terminal::Terminal;
 pub use tool_call_row::ToolCallRow;
 pub use turn_end::TurnEnd;
+pub use unknown_messages::UnknownMessages;
 
 use serde::{Deserialize, Serialize};
 
@@ -196,6 +198,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(AutoApproval),
         Box::new(SessionLoad),
         Box::new(Terminal),
+        Box::new(UnknownMessages),
     ]
 }
 
@@ -412,7 +415,7 @@ fn crash_message(
 }
 
 /// `message`, then the client's stderr tail.
-fn with_stderr(mut message: String, stderr: &str) -> String {
+pub(crate) fn with_stderr(mut message: String, stderr: &str) -> String {
     let tail = stderr.trim_end();
     if tail.is_empty() {
         message.push_str("\nstderr: (empty)");

@@ -7,7 +7,7 @@ use acp_vocab::transcript::Entry;
 use serde_json::Value;
 
 /// The sender of a message on the ACP wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Side {
     /// The client under test (editor).
     Client,

@@ -10,6 +10,27 @@ use acp_vocab::control::{
 
 use super::*;
 
+/// The `sessionUpdate` variants of ACP schema 1.20.0 (stable), the ones this client parses; only
+/// the `*-unknown-update` mutants treat any other as more than an update to ignore.
+const KNOWN_UPDATES: &[&str] = &[
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+    "plan_update",
+    "plan_removed",
+    "available_commands_update",
+    "current_mode_update",
+    "config_option_update",
+    "session_info_update",
+    "usage_update",
+    "notice",
+    "compaction_update",
+    "compaction_summary_chunk",
+];
+
 impl Client {
     /// The next message from the agent (never resolves while there is no agent). Deferred
     /// answers (`terminal/wait_for_exit`) are sent meanwhile.
@@ -54,6 +75,14 @@ impl Client {
                             Err(e) => Err(e),
                         }
                     }
+                    // MUTANT ignore-extension-request (carlos-algms/agentic.nvim#314): an
+                    // unrecognized request is dropped unanswered; the agent waits for its id.
+                    _ if self.mutant == Some(Mutant::IgnoreExtensionRequest)
+                        && method.starts_with('_') =>
+                    {
+                        log!("ignoring the agent's request {id} ({method})");
+                        return;
+                    }
                     // We advertise no elicitation; extensions are unknown too.
                     _ => Err(RpcError::method_not_found(&method)),
                 };
@@ -63,6 +92,11 @@ impl Client {
             }
             Incoming::Notification { method, params } => match method.as_str() {
                 "session/update" => self.on_session_update(&params),
+                // MUTANT ignore-cancel-request (mrmans0n/alas#1380 review): the agent's
+                // withdrawal of a request is lost; the card stays and nobody answers it.
+                "$/cancel_request" if self.mutant == Some(Mutant::IgnoreCancelRequest) => {
+                    log!("ignoring $/cancel_request {params}");
+                }
                 "$/cancel_request" => self.on_cancel_request(&params),
                 // Spec #88: unrecognized notifications are ignored.
                 _ => {}
@@ -287,6 +321,28 @@ impl Client {
             log!("ignoring session/update without an update object");
             return;
         };
+        let variant = update.get("sessionUpdate").and_then(Value::as_str);
+        let unknown = variant.is_some_and(|v| !KNOWN_UPDATES.contains(&v));
+        // MUTANT crash-on-unknown-update (RyderFreeman4Logos/cli-sub-agent#2585): a typed parser
+        // that rejects a variant it does not know, and a client that dies of the decode error.
+        if unknown && self.mutant == Some(Mutant::CrashOnUnknownUpdate) {
+            eprintln!(
+                "acp-reference-client: error: failed to decode session/update: unknown variant `{}`",
+                variant.unwrap_or_default()
+            );
+            std::process::exit(1);
+        }
+        // MUTANT stop-after-unknown-update (xenodium/agent-shell#455): the update loop stops at
+        // the first update it does not understand and processes nothing after it.
+        if self.mutant == Some(Mutant::StopAfterUnknownUpdate) {
+            if unknown {
+                self.deaf_to_updates = true;
+            }
+            if self.deaf_to_updates {
+                log!("ignoring session/update after an unknown variant");
+                return;
+            }
+        }
         let mutant = self.mutant;
         if let Some(session) = self.session_by_id_mut(session_id) {
             session.history.apply(update, mutant);
@@ -355,6 +411,7 @@ impl Client {
 
     pub(super) async fn on_response(&mut self, purpose: Purpose, result: Result<Value, RpcError>) {
         match purpose {
+            Purpose::CancelRequest => log!("the agent answered session/cancel: {result:?}"),
             Purpose::Initialize => {
                 let waiting = match std::mem::replace(&mut self.agent, AgentState::Ready) {
                     AgentState::Initializing(waiting) => waiting,

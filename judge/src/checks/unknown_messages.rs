@@ -1,0 +1,307 @@
+//! `unknown-messages` — what the client does not know must not break it (R88, R180, R181).
+//!
+//! Requirement: an agent message the client does not recognize — a `session/update` of a
+//! variant the pinned schema does not define (newer and unstable schema versions add variants),
+//! a `_`-prefixed extension notification, a `_`-prefixed extension request — leaves the client
+//! running and processing what follows; an extension request is answered with its id (a result,
+//! or `-32601 Method not found`).
+//!
+//! Why: a Rust client whose typed parser rejected `usage_update` marked the session failed
+//! (RyderFreeman4Logos/cli-sub-agent#2585), xenodium/agent-shell#455 stopped showing a turn after
+//! an update it did not know, and an editor that answered no unrecognized request stranded the
+//! agent, which waits for the id (carlos-algms/agentic.nvim#314; QwenLM/qwen-code#4925, whose
+//! agent hung on a client that ignored its request). Without this check such a client shows only
+//! as `crash` or `timeout` trials that say nothing about why.
+//!
+//! Grading (not applicable when the agent sent nothing of the kind):
+//! * an extension request never answered, or answered with an error other than `-32601`: `fail`
+//!   (R180);
+//! * the client died, or closed the agent connection, after the first unknown message: `warn`
+//!   naming that frame and the client's stderr tail (R181 for an update variant, R88 for an
+//!   extension notification, R180 for a request) — the spec words ignoring as a SHOULD;
+//! * with a control plane: a tool call the agent announced after the first unknown message that
+//!   never got a timeline row, i.e. the client stopped processing updates: `warn` (same rules).
+
+use serde_json::Value;
+
+use super::{Check, Finding, Problems, connection_closed, reports, with_stderr};
+use crate::record::{CaseRecord, RunEnd};
+use crate::surface::is_known_update;
+use crate::wire_model::{MsgKind, Side, WireModel};
+
+pub struct UnknownMessages;
+
+/// The JSON-RPC "Method not found" code.
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// One agent message the client cannot be expected to know.
+struct Unknown {
+    index: usize,
+    /// "session/update variant `agent_activity_update`", "extension notification `_x/y`", …
+    what: String,
+    /// The rule that tells the client what to do with it.
+    rule: u16,
+    request: bool,
+}
+
+impl Check for UnknownMessages {
+    fn id(&self) -> &'static str {
+        "unknown-messages"
+    }
+
+    fn rules(&self) -> &'static [u16] {
+        &[88, 180, 181]
+    }
+
+    fn requirement(&self) -> &'static str {
+        "An unknown session/update variant or a _-prefixed extension notification leaves the client running and processing what follows; a _-prefixed extension request is answered (a result or -32601 Method not found)."
+    }
+
+    fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
+        let unknown = unknown_messages(model);
+        let Some(first) = unknown.first() else {
+            return Finding::not_applicable(
+                "the agent sent no unknown session/update variant and no extension method",
+            );
+        };
+        let mut problems = Problems::new();
+
+        for u in unknown.iter().filter(|u| u.request) {
+            let answers = model.answers_to(u.index);
+            let Some(&answer) = answers.first() else {
+                if case.end == RunEnd::Completed {
+                    problems.fail(
+                        180,
+                        format!(
+                            "the agent's {} at #{} was never answered. Expected a response with its id: a result, or {{\"code\":-32601,\"message\":\"Method not found\"}}; an agent waits for it.",
+                            u.what, u.index
+                        ),
+                        &[u.index],
+                    );
+                }
+                continue;
+            };
+            let code = model
+                .msg(answer)
+                .and_then(|m| m.json())
+                .and_then(|j| j.pointer("/error/code"))
+                .and_then(Value::as_i64);
+            if let Some(code) = code.filter(|&c| c != METHOD_NOT_FOUND) {
+                problems.fail(
+                    180,
+                    format!(
+                        "the client answered the agent's {} at #{} with error {code} at #{answer}. Expected a result, or -32601 Method not found for a method it does not implement.",
+                        u.what, u.index
+                    ),
+                    &[u.index, answer],
+                );
+            }
+        }
+
+        if died(case, model) {
+            let end = match &case.end {
+                RunEnd::Crash { reason, .. } => format!("the client died ({reason})"),
+                _ => "the client closed the agent connection".to_owned(),
+            };
+            problems.warn(
+                first.rule,
+                with_stderr(
+                    format!(
+                        "{end} after the agent's {} at #{}. Expected the client to ignore what it does not know and keep processing the messages after it.",
+                        first.what, first.index
+                    ),
+                    &case.stderr_tail,
+                ),
+                &[first.index],
+            );
+        } else if reports(case, model, "item") {
+            for (sid, tcid, announced) in announced_after(model, first.index) {
+                if model.item_events(sid, tcid).is_empty() {
+                    // The stderr tail says whether it stopped or died of it (a client that
+                    // exits after the agent's last frame still leaves the run complete).
+                    problems.warn(
+                        first.rule,
+                        with_stderr(
+                            format!(
+                                "the client stopped processing updates after the agent's {} at #{}: tool call \"{tcid}\" (session \"{sid}\"), announced at #{announced}, got no timeline item.",
+                                first.what, first.index
+                            ),
+                            &case.stderr_tail,
+                        ),
+                        &[first.index, announced],
+                    );
+                }
+            }
+        }
+        problems.finish("")
+    }
+}
+
+/// Every agent message of an unknown session/update variant or an extension method, in order.
+fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
+    let mut out = Vec::new();
+    for m in model.msgs.iter().filter(|m| m.from == Side::Agent) {
+        let Some(method) = m.method() else { continue };
+        let request = matches!(m.kind, MsgKind::Request { .. });
+        if method.starts_with('_') {
+            let kind = if request { "request" } else { "notification" };
+            out.push(Unknown {
+                index: m.index,
+                what: format!("extension {kind} `{method}`"),
+                rule: if request { 180 } else { 88 },
+                request,
+            });
+        } else if method == "session/update" && !request {
+            let variant = m
+                .params()
+                .and_then(|p| p.pointer("/update/sessionUpdate"))
+                .and_then(Value::as_str);
+            if let Some(variant) = variant.filter(|v| !is_known_update(v)) {
+                out.push(Unknown {
+                    index: m.index,
+                    what: format!("session/update of the unknown variant `{variant}`"),
+                    rule: 181,
+                    request: false,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The run ended with the client gone: it crashed, or it closed the agent connection.
+fn died(case: &CaseRecord, model: &WireModel<'_>) -> bool {
+    matches!(case.end, RunEnd::Crash { .. })
+        || (matches!(case.end, RunEnd::Incomplete { .. }) && connection_closed(model))
+}
+
+/// Tool calls first announced (by a frame that is not a deliberate fault) after `index`, with
+/// that frame.
+fn announced_after<'a>(model: &WireModel<'a>, index: usize) -> Vec<(&'a str, &'a str, usize)> {
+    model
+        .announced_tool_calls()
+        .into_iter()
+        .filter_map(|(sid, tcid, _)| {
+            let first = model
+                .tool_frames(sid, tcid)
+                .iter()
+                .copied()
+                .find(|&i| model.fault_at(i).is_none())?;
+            (first > index).then_some((sid, tcid, first))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+    use crate::checks::testkit::{Case, SID};
+    use serde_json::json;
+
+    fn with_unknown_update(c: &Case) -> usize {
+        c.fault_next(acp_vocab::note::FaultKind::Invalid, 1);
+        c.update(json!({"sessionUpdate":"agent_activity_update","activity":"reading"}))
+    }
+
+    #[test]
+    fn nothing_unknown_is_not_applicable() {
+        let c = Case::new();
+        c.handshake();
+        assert_eq!(c.grade(&UnknownMessages).grade, Grade::NotApplicable);
+    }
+
+    #[test]
+    fn an_unanswered_extension_request_fails() {
+        let c = Case::new();
+        c.handshake();
+        c.a2c(json!({"jsonrpc":"2.0","id":"ext-1","method":"_vendor/ask","params":{}}));
+        let f = c.grade(&UnknownMessages);
+        assert_eq!(f.grade, Grade::Fail, "{f:?}");
+        assert_eq!(f.rule, Some(180));
+        assert!(f.message.contains("`_vendor/ask`"), "{}", f.message);
+    }
+
+    #[test]
+    fn method_not_found_or_a_result_passes_another_error_fails() {
+        for (answer, grade) in [
+            (
+                json!({"error":{"code":-32601,"message":"Method not found"}}),
+                Grade::Pass,
+            ),
+            (json!({"result":{}}), Grade::Pass),
+            (
+                json!({"error":{"code":-32603,"message":"boom"}}),
+                Grade::Fail,
+            ),
+        ] {
+            let c = Case::new();
+            c.handshake();
+            c.a2c(json!({"jsonrpc":"2.0","id":"ext-1","method":"_vendor/ask","params":{}}));
+            let mut reply = json!({"jsonrpc":"2.0","id":"ext-1"});
+            for (k, v) in answer.as_object().unwrap() {
+                reply[k] = v.clone();
+            }
+            c.c2a(reply);
+            assert_eq!(c.grade(&UnknownMessages).grade, grade, "{answer}");
+        }
+    }
+
+    #[test]
+    fn a_crash_after_an_unknown_variant_is_named_with_the_stderr_tail() {
+        let mut c = Case::new();
+        c.handshake();
+        c.prompt();
+        with_unknown_update(&c);
+        c.end = RunEnd::Crash {
+            exit_code: Some(1),
+            signal: None,
+            reason: "exited".into(),
+        };
+        let f = c.grade(&UnknownMessages);
+        assert_eq!(f.grade, Grade::Warn, "{f:?}");
+        assert_eq!(f.rule, Some(181));
+        assert!(f.message.contains("agent_activity_update"), "{}", f.message);
+        assert!(f.message.contains("last words"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_crash_after_an_extension_notification_names_it() {
+        let mut c = Case::new();
+        c.handshake();
+        c.a2c(json!({"jsonrpc":"2.0","method":"_vendor/status","params":{"sessionId":SID}}));
+        c.end = RunEnd::Crash {
+            exit_code: None,
+            signal: Some("SIGABRT".into()),
+            reason: "killed".into(),
+        };
+        let f = c.grade(&UnknownMessages);
+        assert_eq!((f.grade, f.rule), (Grade::Warn, Some(88)), "{f:?}");
+        assert!(f.message.contains("`_vendor/status`"), "{}", f.message);
+    }
+
+    #[test]
+    fn no_row_for_a_tool_call_after_the_unknown_variant_is_a_warn() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        with_unknown_update(&c);
+        c.update(
+            json!({"sessionUpdate":"tool_call","toolCallId":"call_1","title":"read","kind":"read"}),
+        );
+        let f = c.grade(&UnknownMessages);
+        assert_eq!(f.grade, Grade::Warn, "{f:?}");
+        assert!(f.message.contains("stopped processing"), "{}", f.message);
+
+        c.item("call_1", "read");
+        assert_eq!(c.grade(&UnknownMessages).grade, Grade::Pass);
+    }
+
+    #[test]
+    fn a_known_variant_is_not_unknown() {
+        let c = Case::new();
+        c.handshake();
+        c.update(json!({"sessionUpdate":"usage_update","used":1,"size":2}));
+        assert_eq!(c.grade(&UnknownMessages).grade, Grade::NotApplicable);
+    }
+}
