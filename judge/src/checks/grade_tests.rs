@@ -44,6 +44,8 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "turn-end",
             "tool-call-row",
             "auto-approval",
+            "session-load",
+            "terminal",
             "unknown-messages"
         ]
     );
@@ -73,6 +75,8 @@ fn completed_run_grades_each_check() {
             ("turn-end", Grade::Pass),
             ("tool-call-row", Grade::Pass),
             ("auto-approval", Grade::Pass),
+            ("session-load", Grade::NotApplicable),
+            ("terminal", Grade::NotApplicable),
             ("unknown-messages", Grade::NotApplicable),
         ]
     );
