@@ -418,7 +418,7 @@ async fn run_case_inner(
     // Terminal commands that outlived the client (in a group and an environment of their own,
     // out of reach of both kills above) are killed here; the note says they were.
     for probe in probes.after_client_exit(&workspace, &root) {
-        rec.note(&Note::TerminalProbe(probe));
+        rec.note(Note::TerminalProbe(probe));
     }
     if let Some(obs) = observer.take() {
         if let Some(reason) = obs.finish(&exit, Duration::from_millis(500)).await {

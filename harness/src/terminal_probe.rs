@@ -37,7 +37,8 @@ impl Probes {
         let mut probes = BTreeMap::new();
         for name in probe_names(workspace) {
             let mut probe = read_probe(workspace, &name);
-            probe.running_at_scenario_end = probe.pid.is_some_and(|pid| running_after_grace(pid, root));
+            probe.running_at_scenario_end =
+                probe.pid.is_some_and(|pid| running_after_grace(pid, root));
             probes.insert(name, probe);
         }
         Probes { probes }
@@ -80,7 +81,8 @@ fn probe_names(workspace: &Path) -> Vec<String> {
         .filter_map(|e| {
             let path = e.path();
             let ext = path.extension()?.to_str()?;
-            matches!(ext, "pid" | "exit" | "out").then(|| path.file_stem()?.to_str().map(str::to_owned))?
+            matches!(ext, "pid" | "exit" | "out")
+                .then(|| path.file_stem()?.to_str().map(str::to_owned))?
         })
         .collect();
     names.sort();
@@ -97,10 +99,12 @@ fn read_number(path: &Path) -> Option<i32> {
 }
 
 fn read_probe(workspace: &Path, name: &str) -> TerminalProbe {
-    let output = std::fs::read(file(workspace, name, "out")).ok().map(|mut bytes| {
-        bytes.truncate(MAX_OUTPUT);
-        String::from_utf8_lossy(&bytes).into_owned()
-    });
+    let output = std::fs::read(file(workspace, name, "out"))
+        .ok()
+        .map(|mut bytes| {
+            bytes.truncate(MAX_OUTPUT);
+            String::from_utf8_lossy(&bytes).into_owned()
+        });
     TerminalProbe {
         name: name.to_owned(),
         pid: read_number(&file(workspace, name, "pid")).filter(|&pid| pid > 1),
@@ -119,7 +123,9 @@ fn running(pid: i32, root: &Path) -> bool {
         return false;
     };
     // The state follows the parenthesised command name, which may itself hold ") ".
-    let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
+    let state = stat
+        .rsplit_once(") ")
+        .and_then(|(_, rest)| rest.chars().next());
     if matches!(state, Some('Z' | 'X') | None) {
         return false;
     }

@@ -66,7 +66,7 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("read-line-zero-based", &["fs"]),
     ("serve-any-path", &["auto-approval"]),
     // session lifecycle
-    ("register-after-load", &["session-load"]),
+    ("register-after-load", &["session-load", "tool-call-row"]),
     ("replay-shown-twice", &["session-load"]),
     ("replay-user-as-agent", &["session-load"]),
     ("ungated-resume", &["initialize"]),

@@ -50,7 +50,13 @@ fn ok(id: &Value, result: Value) -> Reply {
 
 impl Terminals {
     /// The answer to one `terminal/*` request in `mode`.
-    pub fn answer(&mut self, mode: Mode, method: &str, id: &Value, params: Option<&Value>) -> Reply {
+    pub fn answer(
+        &mut self,
+        mode: Mode,
+        method: &str,
+        id: &Value,
+        params: Option<&Value>,
+    ) -> Reply {
         let terminal_id = params
             .and_then(|p| p.get("terminalId"))
             .and_then(Value::as_str)

@@ -35,12 +35,25 @@ pub const PROTOCOL_VERSION: u64 = 1;
 #[derive(Debug)]
 pub enum Purpose {
     Initialize,
-    NewSession { seq: u64, handle: String },
-    Prompt { session_id: String },
+    NewSession {
+        seq: u64,
+        handle: String,
+    },
+    Prompt {
+        session_id: String,
+    },
     // session lifecycle (sessions.rs)
-    Reopen { seq: u64, handle: String },
-    ListSessions { seq: u64 },
-    CloseSession { seq: u64, handle: String },
+    Reopen {
+        seq: u64,
+        handle: String,
+    },
+    ListSessions {
+        seq: u64,
+    },
+    CloseSession {
+        seq: u64,
+        handle: String,
+    },
     /// `session/cancel` sent as a request (only `cancel-as-request`): its answer means nothing.
     CancelRequest,
 }
@@ -235,11 +248,23 @@ impl Client {
 
     /// Open a session in `cwd`, spawning and initializing the agent first if needed.
     pub async fn new_session(&mut self, seq: u64, handle: String, cwd: String) {
+        self.open_session(seq, handle, cwd, None);
+    }
+
+    /// Registers an opening session (a new one, or `reopen`: an earlier one to load or resume)
+    /// and starts the agent for it, after the checks every opening shares.
+    pub(super) fn open_session(
+        &mut self,
+        seq: u64,
+        handle: String,
+        cwd: String,
+        reopen: Option<(Reopen, String)>,
+    ) {
         if self.session_by_handle(&handle).is_some() {
             self.report_error(Some(seq), format!("session {handle:?} already exists"));
             return;
         }
-        // Spec #32: the session cwd MUST be absolute; never send one that is not.
+        // R32: the session cwd MUST be absolute; never send one that is not.
         if !Path::new(&cwd).is_absolute() {
             self.report_error(
                 Some(seq),
@@ -255,7 +280,7 @@ impl Client {
             turn: 0,
             running: false,
             cancelling: false,
-            reopen: None,
+            reopen,
             history: History::default(),
         });
         self.start_agent_for(handle);
@@ -293,9 +318,20 @@ impl Client {
         }
         // MUTANT session-before-initialized (ACP #23): session/new goes out right behind
         // initialize instead of waiting for the agent's answer to it.
+        // A reopened session (load/resume) still waits: the bug is about session/new, and a
+        // reopen needs the agent's capabilities from the initialize answer anyway.
         if self.mutant == Some(Mutant::SessionBeforeInitialized) {
             if let AgentState::Initializing(waiting) = &mut self.agent {
-                for handle in std::mem::take(waiting) {
+                let (new, reopen): (Vec<String>, Vec<String>) =
+                    std::mem::take(waiting).into_iter().partition(|handle| {
+                        self.sessions
+                            .iter()
+                            .any(|s| &s.handle == handle && s.reopen.is_none())
+                    });
+                if let AgentState::Initializing(waiting) = &mut self.agent {
+                    *waiting = reopen;
+                }
+                for handle in new {
                     self.send_session_new(&handle);
                 }
             }

@@ -498,7 +498,7 @@ impl Mutant {
             Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
             Mutant::ReadLineZeroBased => &["fs"],
             Mutant::ServeAnyPath => &["auto-approval"],
-            Mutant::RegisterAfterLoad => &["session-load"],
+            Mutant::RegisterAfterLoad => &["session-load", "tool-call-row"],
             Mutant::ReplayShownTwice => &["session-load"],
             Mutant::ReplayUserAsAgent => &["session-load"],
             Mutant::UngatedResume => &["initialize"],

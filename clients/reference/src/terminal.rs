@@ -248,7 +248,9 @@ impl Terminals {
                 let (tx, id) = (self.answers_tx.clone(), id.clone());
                 tokio::spawn(async move {
                     let result = match exit.wait_for(Option::is_some).await {
-                        Ok(status) => Ok(status.as_ref().map(ExitStatus::to_json).unwrap_or_default()),
+                        Ok(status) => {
+                            Ok(status.as_ref().map(ExitStatus::to_json).unwrap_or_default())
+                        }
                         Err(_) => Err(RpcError::internal("the terminal's reaper is gone")),
                     };
                     let _ = tx.send((id, result));
@@ -445,7 +447,10 @@ mod tests {
     #[test]
     fn truncation_keeps_the_end_at_a_character_boundary() {
         assert_eq!(kept(&[b"abc".as_slice()], 3), ("abc".into(), false));
-        assert_eq!(kept(&[b"ab".as_slice(), b"cd".as_slice()], 3), ("bcd".into(), true));
+        assert_eq!(
+            kept(&[b"ab".as_slice(), b"cd".as_slice()], 3),
+            ("bcd".into(), true)
+        );
         // "é" is two bytes: a cut between them drops the whole character.
         assert_eq!(kept(&["aéb".as_bytes()], 2), ("b".into(), true));
         assert_eq!(kept(&["aéb".as_bytes()], 3), ("éb".into(), true));
@@ -517,7 +522,10 @@ mod tests {
             .await
             .expect("the wait is answered after the kill");
         assert_eq!(id, json!(2));
-        assert_eq!(exit.expect("exit"), json!({"exitCode": null, "signal": "SIGKILL"}));
+        assert_eq!(
+            exit.expect("exit"),
+            json!({"exitCode": null, "signal": "SIGKILL"})
+        );
         terminals.shutdown().await;
     }
 }

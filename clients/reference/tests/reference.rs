@@ -19,7 +19,16 @@ fn hello_comes_first_and_validates() {
     assert_eq!(hello["client"]["name"], "acp-reference-client");
     assert_eq!(
         hello["supports"],
-        json!(["new_session", "prompt", "choose", "cancel"])
+        json!([
+            "new_session",
+            "prompt",
+            "choose",
+            "cancel",
+            "load_session",
+            "resume_session",
+            "list_sessions",
+            "close_session"
+        ])
     );
     let done = case.finish();
     assert!(done.status.success(), "{}", done.stderr);
@@ -128,7 +137,7 @@ fn edit_permission_is_a_file_change_with_every_option_and_the_choice_is_sent_ver
     assert_eq!(init[0]["params"]["protocolVersion"], 1);
     assert_eq!(
         init[0]["params"]["clientCapabilities"],
-        json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false})
+        json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true})
     );
     assert_eq!(
         init[0]["params"]["clientInfo"]["name"],
@@ -495,8 +504,8 @@ fn fs_requests_and_unknown_requests_are_answered_and_garbage_is_tolerated() {
             json!({"send": {"jsonrpc": "2.0", "id": 4, "method": "fs/read_text_file",
                             "params": {"sessionId": "ses_1", "path": missing}}}),
             json!({"await_response": 4}),
-            json!({"send": {"jsonrpc": "2.0", "id": null, "method": "terminal/create",
-                            "params": {"sessionId": "ses_1", "command": "ls"}}}),
+            json!({"send": {"jsonrpc": "2.0", "id": null, "method": "_vendor/query",
+                            "params": {"sessionId": "ses_1"}}}),
             json!({"await_response": null}),
             json!({"send": {"jsonrpc": "2.0", "id": 6, "method": "fs/write_text_file",
                             "params": {"sessionId": "ses_1", "path": "rel.txt", "content": "x"}}}),

@@ -274,7 +274,13 @@ impl<'a, C: Connector> Engine<'a, C> {
     /// `bind`: set each variable from the answer's `result`. An answer without one of the values
     /// (an error, a result missing the field) ends the run incomplete here: the scenario cannot
     /// go on without it, and it is the client's answer that lacked it.
-    fn bind(&mut self, step: &Step, alias: &str, msg: &Msg, bind: &[(String, String)]) -> StepResult {
+    fn bind(
+        &mut self,
+        step: &Step,
+        alias: &str,
+        msg: &Msg,
+        bind: &[(String, String)],
+    ) -> StepResult {
         for (name, pointer) in bind {
             let value = msg
                 .json

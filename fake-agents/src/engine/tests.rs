@@ -868,7 +868,10 @@ async fn an_answer_without_the_bound_value_ends_the_run_incomplete() {
     match out.end {
         RunEnd::Incomplete { step, reason } => {
             assert_eq!(step, 3);
-            assert!(reason.contains("has no result value at \"/terminalId\""), "{reason}");
+            assert!(
+                reason.contains("has no result value at \"/terminalId\""),
+                "{reason}"
+            );
         }
         other => panic!("expected incomplete, got {other:?}"),
     }

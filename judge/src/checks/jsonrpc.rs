@@ -112,7 +112,10 @@ impl Check for JsonRpc {
                     ),
                     &frames,
                 );
-            } else if answers.is_empty() && unanswered_counts(case, model, msg.index) {
+            } else if answers.is_empty()
+                && unanswered_counts(case, model, msg.index)
+                && !waits_on_a_live_command(model, msg.conn, msg.index)
+            {
                 if let Some(withdrawn) = withdrawal(model, msg.conn, id, msg.index) {
                     // R52: a request the agent withdrew is still answered, -32800 or a result.
                     problems.fail(
@@ -248,6 +251,25 @@ fn unanswered_counts(case: &CaseRecord, model: &WireModel<'_>, request: usize) -
         }
         _ => false,
     }
+}
+
+/// A `terminal/wait_for_exit` answers when the command exits: one whose terminal the agent
+/// never killed nor released may rightly be pending when the run ends (a watcher runs until
+/// stopped). Whether the client reported a command's end correctly is the `terminal` check's.
+fn waits_on_a_live_command(model: &WireModel<'_>, conn: u32, request: usize) -> bool {
+    let Some(msg) = model.msg(request) else {
+        return false;
+    };
+    if msg.method() != Some("terminal/wait_for_exit") {
+        return false;
+    }
+    let terminal = msg.params().and_then(|p| p.get("terminalId"));
+    !model.msgs_from(request).iter().any(|m| {
+        m.from == Side::Agent
+            && m.conn == conn
+            && matches!(m.method(), Some("terminal/kill" | "terminal/release"))
+            && m.params().and_then(|p| p.get("terminalId")) == terminal
+    })
 }
 
 /// A hint for an unanswered request: a client response on the same connection whose id equals

@@ -75,7 +75,10 @@ struct Call<'m, 'a> {
     answer: Option<(usize, Result<&'a Value, ()>)>,
 }
 
-fn answer_of<'a>(model: &WireModel<'a>, msg: &WireMsg<'a>) -> Option<(usize, Result<&'a Value, ()>)> {
+fn answer_of<'a>(
+    model: &WireModel<'a>,
+    msg: &WireMsg<'a>,
+) -> Option<(usize, Result<&'a Value, ()>)> {
     let index = *model.answers_to(msg.index).first()?;
     let result = model.msg(index).and_then(|r| r.result()).ok_or(());
     Some((index, result))
@@ -142,7 +145,9 @@ fn check_terminal(
     probes: &[TerminalProbe],
     problems: &mut Problems,
 ) {
-    let Some(params) = create.params() else { return };
+    let Some(params) = create.params() else {
+        return;
+    };
     let Some((answer, result)) = answer_of(model, create) else {
         return; // never answered: `jsonrpc` says so
     };
@@ -213,7 +218,9 @@ fn check_terminal(
     };
 
     for call in &calls {
-        let Some((index, Ok(result))) = &call.answer else { continue };
+        let Some((index, Ok(result))) = &call.answer else {
+            continue;
+        };
         let frames = [call.msg.index, *index];
         let status = match call.method {
             "terminal/wait_for_exit" => Some(*result),
@@ -313,7 +320,8 @@ fn check_output(
         );
         return;
     }
-    let exited_before = first_exit.is_some_and(|e| e < answer) || result.get("exitStatus").is_some_and(|s| !s.is_null());
+    let exited_before = first_exit.is_some_and(|e| e < answer)
+        || result.get("exitStatus").is_some_and(|s| !s.is_null());
     let full = match probe.and_then(|p| p.output.as_deref()) {
         Some(full) if exited_before && probe.is_some_and(|p| p.exit_code.is_some()) => full,
         _ => return,
@@ -323,9 +331,13 @@ fn check_output(
         let why = if output.starts_with('\u{FFFD}') && !expected.starts_with('\u{FFFD}') {
             "it starts with U+FFFD: the cut fell inside a multi-byte character".to_owned()
         } else if full.starts_with(output) && output.len() < full.len() {
-            "it is the beginning of the output: the newest bytes were dropped instead of the oldest".to_owned()
+            "it is the beginning of the output: the newest bytes were dropped instead of the oldest"
+                .to_owned()
         } else {
-            format!("it differs from what the command printed ({} bytes returned)", output.len())
+            format!(
+                "it differs from what the command printed ({} bytes returned)",
+                output.len()
+            )
         };
         problems.fail(
             101,
@@ -378,7 +390,12 @@ mod tests {
     fn lifecycle(exit: Value, output: Value, probe: Value) -> Case {
         let c = Case::new();
         c.handshake();
-        request(&c, 10, "terminal/create", json!({"sessionId":"s","command":"x .acp-terminal/b.out","outputByteLimit":4}));
+        request(
+            &c,
+            10,
+            "terminal/create",
+            json!({"sessionId":"s","command":"x .acp-terminal/b.out","outputByteLimit":4}),
+        );
         answer(&c, 10, json!({"terminalId":"t"}));
         request(&c, 11, "terminal/wait_for_exit", on("t"));
         answer(&c, 11, exit);
@@ -417,14 +434,22 @@ mod tests {
         );
         let f = c.grade(&Terminal);
         assert_grade(&f, Grade::Fail, "exited with code 3");
-        assert!(f.message.contains("the beginning of the output"), "{}", f.message);
+        assert!(
+            f.message.contains("the beginning of the output"),
+            "{}",
+            f.message
+        );
         assert_names_its_rule(&Terminal, &f);
         let c = lifecycle(
             json!({"exitCode":3,"signal":null}),
             json!({"output":"\u{FFFD}gh","truncated":true}),
             probe(json!({})),
         );
-        assert_grade(&c.grade(&Terminal), Grade::Fail, "over the outputByteLimit of 4");
+        assert_grade(
+            &c.grade(&Terminal),
+            Grade::Fail,
+            "over the outputByteLimit of 4",
+        );
         let c = lifecycle(
             json!({"exitCode":3,"signal":null}),
             json!({"output":"fgh","truncated":false}),
@@ -445,7 +470,12 @@ mod tests {
     fn a_kill_must_show_as_a_signal_and_a_released_id_must_be_dead() {
         let c = Case::new();
         c.handshake();
-        request(&c, 10, "terminal/create", json!({"sessionId":"s","command":"sleep 9"}));
+        request(
+            &c,
+            10,
+            "terminal/create",
+            json!({"sessionId":"s","command":"sleep 9"}),
+        );
         answer(&c, 10, json!({"terminalId":"t"}));
         request(&c, 11, "terminal/kill", on("t"));
         answer(&c, 11, json!({}));
@@ -457,14 +487,22 @@ mod tests {
         answer(&c, 14, json!({"output":"","truncated":false}));
         let f = c.grade(&Terminal);
         assert_grade(&f, Grade::Fail, "the client killed the command");
-        assert!(f.message.contains("after terminal/release #"), "{}", f.message);
+        assert!(
+            f.message.contains("after terminal/release #"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
     fn no_terminal_request_is_not_applicable() {
         let c = Case::new();
         c.handshake();
-        assert_grade(&c.grade(&Terminal), Grade::NotApplicable, "no terminal/create");
+        assert_grade(
+            &c.grade(&Terminal),
+            Grade::NotApplicable,
+            "no terminal/create",
+        );
     }
 
     #[test]

@@ -8,12 +8,9 @@
 //! (zed-industries/zed#54431 dropped them because the session was registered only once the load
 //! resolved). The history shown is then reported in `session_loaded` when the answer comes.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 
-use super::{AgentState, Client, Purpose, Session};
-use crate::history::History;
+use super::{AgentState, Client, Purpose};
 use crate::mutation::Mutant;
 use crate::rpc::RpcError;
 use acp_vocab::control::{Event, ListedSession, Reopen, SessionLoaded};
@@ -35,33 +32,11 @@ impl Client {
         cwd: String,
         how: Reopen,
     ) {
-        if self.session_by_handle(&handle).is_some() {
-            self.report_error(Some(seq), format!("session {handle:?} already exists"));
-            return;
-        }
         if self.session_by_id(&session_id).is_some() {
             self.report_error(Some(seq), format!("session {session_id:?} is already open"));
             return;
         }
-        if !Path::new(&cwd).is_absolute() {
-            self.report_error(
-                Some(seq),
-                format!("cwd must be an absolute path, got {cwd:?}"),
-            );
-            return;
-        }
-        self.sessions.push(Session {
-            handle: handle.clone(),
-            seq,
-            cwd,
-            id: None,
-            turn: 0,
-            running: false,
-            cancelling: false,
-            reopen: Some((how, session_id)),
-            history: History::default(),
-        });
-        self.start_agent_for(handle);
+        self.open_session(seq, handle, cwd, Some((how, session_id)));
     }
 
     /// Sends the `session/load` or `session/resume` of a reopening session once the agent is
