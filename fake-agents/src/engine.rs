@@ -109,6 +109,31 @@ pub enum UserAction {
         session: String,
         pending_request: Option<Value>,
     },
+    // ---- modes and config options ----
+    SetMode {
+        session: String,
+        mode_id: String,
+    },
+    SetConfigOption {
+        session: String,
+        config_id: String,
+        value: String,
+    },
+}
+
+impl UserAction {
+    /// The control command type this action needs from a client's adapter (`hello.supports`).
+    pub fn command_type(&self) -> acp_vocab::control::CommandType {
+        use acp_vocab::control::CommandType;
+        match self {
+            UserAction::NewSession { .. } => CommandType::NewSession,
+            UserAction::Prompt { .. } => CommandType::Prompt,
+            UserAction::Choose { .. } => CommandType::Choose,
+            UserAction::Cancel { .. } => CommandType::Cancel,
+            UserAction::SetMode { .. } => CommandType::SetMode,
+            UserAction::SetConfigOption { .. } => CommandType::SetConfigOption,
+        }
+    }
 }
 
 /// Carries out user actions (the control plane, or instructions printed for a person).

@@ -99,6 +99,11 @@ pub fn instruction(action: &UserAction) -> String {
             ..
         } => format!("while the approval for request {id} is shown, press Stop (cancel the turn)"),
         UserAction::Cancel { .. } => "press Stop (cancel the turn)".to_owned(),
+        // modes and config options
+        UserAction::SetMode { mode_id, .. } => format!("switch the session to mode {mode_id:?}"),
+        UserAction::SetConfigOption {
+            config_id, value, ..
+        } => format!("set the session's option {config_id:?} to {value:?}"),
     }
 }
 

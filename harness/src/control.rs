@@ -395,6 +395,35 @@ impl UserDriver for ControlPlane {
                 self.send(Command::Cancel { seq: 0, session }).await?;
                 Ok(())
             }
+            // ---- modes and config options ----
+            // Like a prompt: the command goes out once the session is open, and what the client
+            // then shows (`mode`, `config_option`) is for the session-mode check to judge, not a
+            // condition of the run: a mode the agent refuses must stay unshown.
+            UserAction::SetMode { session, mode_id } => {
+                self.session_opened(&session, timeout).await?;
+                self.send(Command::SetMode {
+                    seq: 0,
+                    session,
+                    mode_id,
+                })
+                .await?;
+                Ok(())
+            }
+            UserAction::SetConfigOption {
+                session,
+                config_id,
+                value,
+            } => {
+                self.session_opened(&session, timeout).await?;
+                self.send(Command::SetConfigOption {
+                    seq: 0,
+                    session,
+                    config_id,
+                    value,
+                })
+                .await?;
+                Ok(())
+            }
         }
     }
 }
@@ -482,8 +511,9 @@ fn apply_event(st: &mut State, event: Event, index: usize) {
         Event::ApprovalResolved(r) => st.resolved.push(r),
         Event::Error { seq, message } => st.errors.push((seq, message)),
         Event::Turn(t) if t.state.is_end() => st.turns_ended += 1,
-        // item and running turns are only recorded: the checks read them from the transcript.
-        Event::Item(_) | Event::Turn(_) => {}
+        // item, running turns, modes and config values are only recorded: the checks read them
+        // from the transcript.
+        Event::Item(_) | Event::Turn(_) | Event::Mode(_) | Event::ConfigOption(_) => {}
     }
 }
 

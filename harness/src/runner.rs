@@ -274,6 +274,15 @@ async fn run_case_inner(
             let end = match plane.handshake(cfg.step_timeout).await {
                 Err(HandshakeError::Unsupported(reason)) => RunEnd::AdapterError { reason },
                 Err(HandshakeError::NoHello(reason)) => RunEnd::Incomplete { step: 0, reason },
+                Ok(supports) if unsupported_mode_commands(case, Some(&supports)).is_some() => {
+                    let reason =
+                        unsupported_mode_commands(case, Some(&supports)).unwrap_or_default();
+                    record.control_supports = supports;
+                    rec.note(&Note::NotApplicable {
+                        reason: reason.clone(),
+                    });
+                    RunEnd::NotApplicable { reason }
+                }
                 Ok(supports) => {
                     record.control_supports = supports;
                     let run = engine::run(case, &engine_cfg, &mut connector, &mut plane, rec);
@@ -304,6 +313,13 @@ async fn run_case_inner(
             };
             control = Some(plane);
             end
+        }
+        ControlMode::None if unsupported_mode_commands(case, None).is_some() => {
+            let reason = unsupported_mode_commands(case, None).unwrap_or_default();
+            rec.note(&Note::NotApplicable {
+                reason: reason.clone(),
+            });
+            RunEnd::NotApplicable { reason }
         }
         ControlMode::None => {
             let stdout = launched
@@ -519,4 +535,35 @@ pub async fn run_cases(
         }
     }
     results
+}
+
+/// Why the case does not apply to this client, if its scenario has the user pick a mode or a
+/// config option (`set_mode`, `set_config_option`) and the client cannot: its adapter's
+/// `hello.supports` lacks the command, or it has no adapter at all (`supports` `None`). Such a
+/// case is `not_applicable` with this reason, never a pass or a fail.
+fn unsupported_mode_commands(case: &Case, supports: Option<&[String]>) -> Option<String> {
+    let missing: Vec<&str> = case
+        .scenario
+        .mode_commands()
+        .into_iter()
+        .map(|c| c.as_str())
+        .filter(|c| supports.is_none_or(|s| !s.iter().any(|w| w == c)))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let list = missing.join(", ");
+    Some(match supports {
+        Some(s) => format!(
+            "the scenario has the user do {list}, which the client's adapter does not support (hello.supports: {})",
+            if s.is_empty() {
+                "none".to_owned()
+            } else {
+                s.join(", ")
+            }
+        ),
+        None => format!(
+            "the scenario has the user do {list}, and a client without a control-plane adapter has no way to"
+        ),
+    })
 }

@@ -121,6 +121,12 @@ impl UserDriver for WireOnlyUser {
     async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), String> {
         match action {
             UserAction::NewSession { .. } | UserAction::Prompt { .. } => Ok(()),
+            // The runner finds a scenario that needs these not applicable before it starts a
+            // client without an adapter (runner.rs): a profile has no way to pick a mode.
+            UserAction::SetMode { .. } | UserAction::SetConfigOption { .. } => Err(format!(
+                "a client without a control-plane adapter cannot {}",
+                action.command_type().as_str()
+            )),
             UserAction::Choose {
                 request_id,
                 option_id,

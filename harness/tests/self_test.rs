@@ -62,6 +62,12 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("card-dropped-on-progress", &["offered-options"]),
     ("request-after-stop-to-user", &["cancel-stop", "jsonrpc"]),
     ("process-cwd-as-session-cwd", &["session-cwd"]),
+    // modes, config options and authentication
+    ("unoffered-mode", &["session-mode"]),
+    ("optimistic-mode-switch", &["session-mode"]),
+    ("mode-only-from-update", &["session-mode"]),
+    ("ignore-mode-update", &["session-mode"]),
+    ("retry-without-authenticate", &["authenticate"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

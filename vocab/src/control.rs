@@ -47,6 +47,24 @@ pub enum Command {
     },
     /// Press Stop in the session.
     Cancel { seq: u64, session: String },
+    // ---- modes and config options (CONTROL.md "Modes and config options") ----
+    /// Pick mode `mode_id` in the session's mode selector (the client sends `session/set_mode`
+    /// only for a mode the agent offered).
+    SetMode {
+        seq: u64,
+        session: String,
+        #[serde(rename = "modeId")]
+        mode_id: String,
+    },
+    /// Pick `value` for config option `config_id` (`session/set_config_option`).
+    SetConfigOption {
+        seq: u64,
+        session: String,
+        #[serde(rename = "configId")]
+        config_id: String,
+        value: String,
+    },
+    // ---- end of modes and config options ----
     /// Quit.
     Shutdown { seq: u64 },
 }
@@ -59,14 +77,20 @@ pub enum CommandType {
     Prompt,
     Choose,
     Cancel,
+    // modes and config options
+    SetMode,
+    SetConfigOption,
 }
 
 impl CommandType {
-    pub const ALL: [CommandType; 4] = [
+    pub const ALL: [CommandType; 6] = [
         CommandType::NewSession,
         CommandType::Prompt,
         CommandType::Choose,
         CommandType::Cancel,
+        // modes and config options
+        CommandType::SetMode,
+        CommandType::SetConfigOption,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -75,6 +99,9 @@ impl CommandType {
             CommandType::Prompt => "prompt",
             CommandType::Choose => "choose",
             CommandType::Cancel => "cancel",
+            // modes and config options
+            CommandType::SetMode => "set_mode",
+            CommandType::SetConfigOption => "set_config_option",
         }
     }
 }
@@ -86,6 +113,9 @@ impl Command {
             | Command::Prompt { seq, .. }
             | Command::Choose { seq, .. }
             | Command::Cancel { seq, .. }
+            // modes and config options
+            | Command::SetMode { seq, .. }
+            | Command::SetConfigOption { seq, .. }
             | Command::Shutdown { seq } => *seq,
         }
     }
@@ -97,6 +127,9 @@ impl Command {
             | Command::Prompt { seq, .. }
             | Command::Choose { seq, .. }
             | Command::Cancel { seq, .. }
+            // modes and config options
+            | Command::SetMode { seq, .. }
+            | Command::SetConfigOption { seq, .. }
             | Command::Shutdown { seq } => *seq = n,
         }
         self
@@ -109,6 +142,9 @@ impl Command {
             Command::Prompt { .. } => "prompt",
             Command::Choose { .. } => "choose",
             Command::Cancel { .. } => "cancel",
+            // modes and config options
+            Command::SetMode { .. } => "set_mode",
+            Command::SetConfigOption { .. } => "set_config_option",
             Command::Shutdown { .. } => "shutdown",
         }
     }
@@ -139,6 +175,12 @@ pub enum Event {
     ApprovalResolved(ApprovalResolved),
     /// The state the client shows a session's turn in.
     Turn(Turn),
+    // ---- modes and config options (CONTROL.md "Modes and config options") ----
+    /// The mode the client shows as the session's current one.
+    Mode(crate::modes::ModeShown),
+    /// The value the client shows for one config option of the session.
+    ConfigOption(crate::modes::ConfigOptionShown),
+    // ---- end of modes and config options ----
     /// The adapter could not do what command `seq` asked.
     Error {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -157,6 +199,8 @@ impl Event {
             Event::Approval(_) => "approval",
             Event::ApprovalResolved(_) => "approval_resolved",
             Event::Turn(_) => "turn",
+            Event::Mode(_) => "mode",
+            Event::ConfigOption(_) => "config_option",
             Event::Error { .. } => "error",
         }
     }
@@ -169,6 +213,8 @@ impl Event {
             Event::ApprovalResolved(e) => e.observed.as_ref(),
             Event::Turn(e) => e.observed.as_ref(),
             Event::Hello(_) | Event::SessionOpened { .. } | Event::Error { .. } => None,
+            // An adapter's alone: no observer reports modes.
+            Event::Mode(_) | Event::ConfigOption(_) => None,
         }
     }
 
@@ -181,6 +227,7 @@ impl Event {
             Event::ApprovalResolved(e) => &mut e.observed,
             Event::Turn(e) => &mut e.observed,
             Event::Hello(_) | Event::SessionOpened { .. } | Event::Error { .. } => return false,
+            Event::Mode(_) | Event::ConfigOption(_) => return false,
         };
         *slot = Some(observed);
         true

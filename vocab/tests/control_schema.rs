@@ -59,6 +59,18 @@ fn commands() -> Vec<Command> {
             seq: 4,
             session: "s1".into(),
         },
+        // modes and config options
+        Command::SetMode {
+            seq: 6,
+            session: "s1".into(),
+            mode_id: "plan".into(),
+        },
+        Command::SetConfigOption {
+            seq: 7,
+            session: "s1".into(),
+            config_id: "model".into(),
+            value: "opus".into(),
+        },
         Command::Shutdown { seq: 5 },
     ]
 }
@@ -140,6 +152,16 @@ fn events() -> Vec<Event> {
             observed: (state == TurnState::Cancelled).then(observed),
         }));
     }
+    // modes and config options
+    out.push(Event::Mode(acp_vocab::modes::ModeShown {
+        session_id: "ses_1".into(),
+        mode_id: "plan".into(),
+    }));
+    out.push(Event::ConfigOption(acp_vocab::modes::ConfigOptionShown {
+        session_id: "ses_1".into(),
+        config_id: "model".into(),
+        value: "opus".into(),
+    }));
     out.push(Event::Error {
         seq: Some(3),
         message: "no such button".into(),

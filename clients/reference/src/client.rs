@@ -19,6 +19,8 @@ use crate::timeline::{ItemView, Timeline};
 use acp_vocab::control::{ApprovalResolved, Event, Item, Outcome, ResolvedBy, Turn, TurnState};
 
 mod agent;
+mod auth;
+mod modes;
 
 pub const NAME: &str = "acp-reference-client";
 /// The only ACP protocol version this client speaks.
@@ -28,8 +30,28 @@ pub const PROTOCOL_VERSION: u64 = 1;
 #[derive(Debug)]
 pub enum Purpose {
     Initialize,
-    NewSession { seq: u64, handle: String },
-    Prompt { session_id: String },
+    NewSession {
+        seq: u64,
+        handle: String,
+    },
+    Prompt {
+        session_id: String,
+    },
+    // ---- modes, config options and authentication (client/modes.rs, client/auth.rs) ----
+    SetMode {
+        seq: u64,
+        session_id: String,
+        mode_id: String,
+    },
+    SetConfigOption {
+        seq: u64,
+        session_id: String,
+        config_id: String,
+        value: String,
+    },
+    Authenticate {
+        handle: String,
+    },
 }
 
 enum AgentState {
@@ -54,6 +76,8 @@ struct Session {
     running: bool,
     /// The user cancelled the running turn; waiting for the agent's `stopReason`.
     cancelling: bool,
+    /// Its modes and config options, offered and shown (client/modes.rs).
+    settings: modes::Settings,
 }
 
 pub struct Client {
@@ -69,6 +93,8 @@ pub struct Client {
     last_prompted: Option<String>,
     /// What the client approves without asking (its policy and the user's remembered grants).
     decider: Decider,
+    /// The agent's auth methods, and whether `authenticate` succeeded (client/auth.rs).
+    auth: auth::Auth,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -100,6 +126,7 @@ impl Client {
             events: Vec::new(),
             last_prompted: None,
             decider: Decider::new(Policy::for_mutant(mutant), mutant),
+            auth: auth::Auth::default(),
         }
     }
 
@@ -226,6 +253,7 @@ impl Client {
             turn: 0,
             running: false,
             cancelling: false,
+            settings: modes::Settings::default(),
         });
         match &mut self.agent {
             AgentState::NotStarted => match Connection::spawn(&self.agent_argv) {

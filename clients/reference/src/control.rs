@@ -103,6 +103,18 @@ async fn dispatch(client: &mut Client, line: &str) -> Flow {
             option_id,
         } => client.choose(seq, &request_id, &option_id),
         Command::Cancel { seq, session } => client.cancel(seq, &session),
+        // modes and config options (client/modes.rs)
+        Command::SetMode {
+            seq,
+            session,
+            mode_id,
+        } => client.set_mode(seq, &session, mode_id),
+        Command::SetConfigOption {
+            seq,
+            session,
+            config_id,
+            value,
+        } => client.set_config_option(seq, &session, config_id, value),
         Command::Shutdown { seq } => {
             log!("shutdown requested (seq {seq})");
             return Flow::Shutdown;

@@ -36,6 +36,11 @@
 //! | `card-dropped-on-progress` | `client.rs`, `on_session_update` (pending card of an updated tool call) |
 //! | `request-after-stop-to-user` | `client.rs`, `on_permission_request` (a request during a cancel) |
 //! | `process-cwd-as-session-cwd` | `client.rs`, `send_session_new` (`cwd` sent) |
+//! | `unoffered-mode` | `client/modes.rs`, `set_mode` (which modes may be sent) |
+//! | `optimistic-mode-switch` | `client/modes.rs`, `set_mode` (when the selector moves) |
+//! | `mode-only-from-update` | `client/modes.rs`, `on_set_mode_answer` (a success answer) |
+//! | `ignore-mode-update` | `client/modes.rs`, `on_settings_update` (`current_mode_update`) |
+//! | `retry-without-authenticate` | `client/auth.rs`, `on_auth_required` (what follows `auth_required`) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -107,10 +112,26 @@ pub enum Mutant {
     RequestAfterStopToUser,
     /// `session/new` carries the client's own process cwd (formulahendry/vscode-acp#14).
     ProcessCwdAsSessionCwd,
+    // ---- modes, config options and authentication ----
+    /// `session/set_mode` for a mode the agent never offered (no check against
+    /// `availableModes`; langchain-ai/deepagents#6138 shows what the agent then does).
+    UnofferedMode,
+    /// The mode selector moves when the user picks, before the agent answers, and stays there
+    /// when the agent refuses (openclaw/openclaw#41185, from the user's side).
+    OptimisticModeSwitch,
+    /// A successful `session/set_mode` answer is not taken as the switch: the selector waits
+    /// for a `current_mode_update` (agent-of-empires/agent-of-empires#1028).
+    ModeOnlyFromUpdate,
+    /// `current_mode_update` is ignored: the selector keeps the old mode after the agent changed
+    /// it (Corsinvest/cv4vs-agents#174, plan approval).
+    IgnoreModeUpdate,
+    /// An `auth_required` `session/new` is sent again without `authenticate`
+    /// (omnigent-ai/omnigent#7282).
+    RetryWithoutAuthenticate,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 25] = [
+    pub const ALL: [Mutant; 30] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -136,6 +157,12 @@ impl Mutant {
         Mutant::CardDroppedOnProgress,
         Mutant::RequestAfterStopToUser,
         Mutant::ProcessCwdAsSessionCwd,
+        // modes, config options and authentication
+        Mutant::UnofferedMode,
+        Mutant::OptimisticModeSwitch,
+        Mutant::ModeOnlyFromUpdate,
+        Mutant::IgnoreModeUpdate,
+        Mutant::RetryWithoutAuthenticate,
     ];
 
     /// The `--mutant` name.
@@ -166,6 +193,12 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => "card-dropped-on-progress",
             Mutant::RequestAfterStopToUser => "request-after-stop-to-user",
             Mutant::ProcessCwdAsSessionCwd => "process-cwd-as-session-cwd",
+            // modes, config options and authentication
+            Mutant::UnofferedMode => "unoffered-mode",
+            Mutant::OptimisticModeSwitch => "optimistic-mode-switch",
+            Mutant::ModeOnlyFromUpdate => "mode-only-from-update",
+            Mutant::IgnoreModeUpdate => "ignore-mode-update",
+            Mutant::RetryWithoutAuthenticate => "retry-without-authenticate",
         }
     }
 
@@ -285,6 +318,30 @@ impl Mutant {
                 "formulahendry/vscode-acp#14 (before the fix): session/new carries the client \
                  process's own cwd, not the folder the user opened"
             }
+            // modes, config options and authentication
+            Mutant::UnofferedMode => {
+                "session/set_mode with a mode id the agent never offered (ACP session-modes: \
+                 modeId must be one of availableModes); langchain-ai/deepagents#6138 is what an \
+                 agent that does not check then does with it"
+            }
+            Mutant::OptimisticModeSwitch => {
+                "openclaw/openclaw#41185, as the user saw it: the IDE showed the mode switched \
+                 while the agent had refused it and kept working in the old mode"
+            }
+            Mutant::ModeOnlyFromUpdate => {
+                "agent-of-empires/agent-of-empires#1028: the mode picker waited for a \
+                 current_mode_update, which claude-agent-acp does not send after a successful \
+                 session/set_mode, so picking a mode did nothing"
+            }
+            Mutant::IgnoreModeUpdate => {
+                "Corsinvest/cv4vs-agents#174: after the user approved a plan the selector kept \
+                 reading Plan while files were being written (the agent's own mode change was \
+                 thrown away)"
+            }
+            Mutant::RetryWithoutAuthenticate => {
+                "omnigent-ai/omnigent#7282: the ACP executor never sent authenticate, and opened \
+                 the session again after the agent had answered auth_required"
+            }
         }
     }
 
@@ -318,6 +375,12 @@ impl Mutant {
             Mutant::CardDroppedOnProgress => &["offered-options"],
             Mutant::RequestAfterStopToUser => &["cancel-stop", "jsonrpc"],
             Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
+            // modes, config options and authentication
+            Mutant::UnofferedMode
+            | Mutant::OptimisticModeSwitch
+            | Mutant::ModeOnlyFromUpdate
+            | Mutant::IgnoreModeUpdate => &["session-mode"],
+            Mutant::RetryWithoutAuthenticate => &["authenticate"],
         }
     }
 }

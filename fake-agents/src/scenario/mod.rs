@@ -225,6 +225,18 @@ pub enum UserStep {
         session: String,
         pending: Option<String>,
     },
+    // ---- modes and config options ----
+    /// Pick a mode in the session's mode selector.
+    SetMode {
+        session: String,
+        mode: String,
+    },
+    /// Pick a value for one config option.
+    SetConfigOption {
+        session: String,
+        config: String,
+        value: String,
+    },
 }
 
 /// Which option a `choose` clicks.
@@ -319,6 +331,25 @@ impl Scenario {
             handles.push("s1".to_owned());
         }
         handles.into_iter().map(|h| (h, id.clone())).collect()
+    }
+
+    /// The modes and config options commands this scenario's `user` steps need from a client
+    /// (`hello.supports` words), in first-use order: a client that cannot do one is not
+    /// applicable to the scenario (the runner says so before playing it).
+    pub fn mode_commands(&self) -> Vec<acp_vocab::control::CommandType> {
+        use acp_vocab::control::CommandType;
+        let mut out = Vec::new();
+        for step in self.all_steps() {
+            let needed = match &step.kind {
+                StepKind::User(UserStep::SetMode { .. }) => CommandType::SetMode,
+                StepKind::User(UserStep::SetConfigOption { .. }) => CommandType::SetConfigOption,
+                _ => continue,
+            };
+            if !out.contains(&needed) {
+                out.push(needed);
+            }
+        }
+        out
     }
 
     /// The runs of this scenario: one per offered option if a `choose` step has `each = true`

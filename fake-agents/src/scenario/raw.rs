@@ -84,6 +84,10 @@ pub struct RawStep {
     pub option: Option<S>,
     pub each: Option<Spanned<bool>>,
     pub pending: Option<S>,
+    // user = "set_mode" / "set_config_option" (modes and config options)
+    pub mode: Option<S>,
+    pub config: Option<S>,
+    pub value: Option<S>,
 }
 
 /// The kind keys, in the order the README lists them.
@@ -139,6 +143,9 @@ impl RawStep {
             ("option", at(&self.option)),
             ("each", at(&self.each)),
             ("pending", at(&self.pending)),
+            ("mode", at(&self.mode)),
+            ("config", at(&self.config)),
+            ("value", at(&self.value)),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k, v)))

@@ -7,6 +7,7 @@
 //! Every check reads the case through one shared [`WireModel`] (built once per case by
 //! [`grade_case`]), so no check re-derives pairing, sessions or tool-call state.
 
+mod authenticate;
 mod auto_approval;
 mod cancel_stop;
 mod fs;
@@ -16,11 +17,13 @@ mod offered_options;
 mod schema;
 mod session_cwd;
 mod session_isolation;
+mod session_mode;
 mod stable_item_type;
 mod subject_kind;
 mod tool_call_row;
 mod turn_end;
 
+pub use authenticate::Authenticate;
 pub use auto_approval::{AutoApproval, declared_policy};
 pub use cancel_stop::CancelStop;
 pub use fs::Fs;
@@ -30,6 +33,7 @@ pub use offered_options::OfferedOptions;
 pub use schema::Schema;
 pub use session_cwd::SessionCwd;
 pub use session_isolation::SessionIsolation;
+pub use session_mode::SessionMode;
 pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
 pub use tool_call_row::ToolCallRow;
@@ -190,6 +194,9 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(TurnEnd),
         Box::new(ToolCallRow),
         Box::new(AutoApproval),
+        // modes, config options and authentication
+        Box::new(SessionMode),
+        Box::new(Authenticate),
     ]
 }
 

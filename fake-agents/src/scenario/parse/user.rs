@@ -13,10 +13,13 @@ impl Ctx<'_> {
             "prompt" => &["session", "text"],
             "choose" => &["request", "kind", "option", "each"],
             "cancel" => &["session", "pending"],
+            // modes and config options
+            "set_mode" => &["session", "mode"],
+            "set_config_option" => &["session", "config", "value"],
             other => {
                 return Err(self.err(
                     u.span().start,
-                    format!("unknown user action {other:?} (actions: new_session, prompt, choose, cancel)"),
+                    format!("unknown user action {other:?} (actions: new_session, prompt, choose, cancel, set_mode, set_config_option)"),
                 ));
             }
         };
@@ -62,6 +65,33 @@ impl Ctx<'_> {
                 };
                 UserStep::Cancel { session, pending }
             }
+            // ---- modes and config options ----
+            "set_mode" => {
+                let Some(mode) = &r.mode else {
+                    return Err(self.err(
+                        u.span().start,
+                        "user = \"set_mode\" needs `mode = \"<modeId>\"`",
+                    ));
+                };
+                UserStep::SetMode {
+                    session,
+                    mode: self.text(mode)?,
+                }
+            }
+            "set_config_option" => {
+                let (Some(config), Some(value)) = (&r.config, &r.value) else {
+                    return Err(self.err(
+                        u.span().start,
+                        "user = \"set_config_option\" needs `config = \"<configId>\"` and `value = \"<value>\"`",
+                    ));
+                };
+                UserStep::SetConfigOption {
+                    session,
+                    config: self.text(config)?,
+                    value: self.text(value)?,
+                }
+            }
+            // ---- end of modes and config options ----
             _ => {
                 let Some(request) = &r.request else {
                     return Err(self.err(
