@@ -20,6 +20,7 @@ use acp_reference_client::subject::{Subject, classify};
 use acp_reference_client::timeline::{ItemView, Timeline};
 use acp_reference_client::{client, control};
 use mimalloc::MiMalloc;
+use acp_vocab::control::Event;
 use serde_json::Value;
 
 /// Both targets allocate for every input; mimalloc makes that cheap.
@@ -50,25 +51,17 @@ impl ReferenceMapping {
 }
 
 /// The control vocabulary word of a subject (`file_change`, …).
-fn word(subject: Subject) -> String {
-    match serde_json::to_value(subject) {
-        Ok(Value::String(s)) => s,
-        _ => format!("{subject:?}"),
-    }
-}
-
 fn shown(view: ItemView) -> ItemShown {
     ItemShown {
-        item_type: word(view.item_type),
+        item_type: view.item_type,
         status: view.status,
         title: view.title,
     }
 }
 
 impl Mapping for ReferenceMapping {
-    fn hello(&self) -> Value {
-        let hello = control::hello(client::NAME, &client::version(None), self.decider.policy());
-        serde_json::to_value(hello).unwrap_or_default()
+    fn hello(&self) -> Event {
+        control::hello(client::NAME, &client::version(None), self.decider.policy())
     }
 
     fn decide(&mut self, params: &Value, workspace: &str) -> Option<String> {
@@ -114,7 +107,7 @@ impl Mapping for ReferenceMapping {
             .collect();
         self.card = options;
         Card {
-            subject: word(subject),
+            subject,
             buttons,
         }
     }
@@ -196,7 +189,7 @@ mod tests {
     fn the_decision_is_the_reference_clients_and_a_wrong_one_is_caught() {
         struct ApproveEverything(ReferenceMapping);
         impl Mapping for ApproveEverything {
-            fn hello(&self) -> Value {
+            fn hello(&self) -> Event {
                 self.0.hello()
             }
             fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
@@ -246,7 +239,7 @@ mod tests {
     fn a_wrong_mapping_is_caught() {
         struct AlwaysCommand(ReferenceMapping);
         impl Mapping for AlwaysCommand {
-            fn hello(&self) -> Value {
+            fn hello(&self) -> Event {
                 self.0.hello()
             }
             fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
@@ -257,7 +250,7 @@ mod tests {
             }
             fn approval(&mut self, p: &Value) -> Card {
                 Card {
-                    subject: "command".into(),
+                    subject: Subject::Command,
                     ..self.0.approval(p)
                 }
             }

@@ -175,7 +175,7 @@ fn case_record(path: &Path, transcript: Vec<Entry>) -> Result<(CaseRecord, Vec<S
         }
     };
     let hello = transcript.iter().find_map(|e| match e.event() {
-        Some(Event::Hello(hello)) => Some(hello),
+        Some(Event::Hello(hello)) => Some(hello.clone()),
         _ => None,
     });
     let control_supports = hello

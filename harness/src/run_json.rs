@@ -144,7 +144,7 @@ pub fn reported_client(results: &[CaseResult]) -> Option<Value> {
     let hello = entries()
         .filter(|e| e.direction == Direction::AdapterToHarness)
         .find_map(|e| match e.event() {
-            Some(Event::Hello(hello)) => serde_json::to_value(hello.client).ok(),
+            Some(Event::Hello(hello)) => serde_json::to_value(&hello.client).ok(),
             _ => None,
         });
     hello.or_else(|| {
@@ -305,6 +305,7 @@ pub fn take_transcripts(
                 raw: e.raw,
                 json: e.json,
                 invalid_utf8: e.invalid_utf8,
+                fault: e.fault.map(|f| f.as_str().to_owned()),
             });
             (
                 transcript_file(&result.record.meta.case_id),

@@ -608,6 +608,7 @@ mod tests {
                     raw: "{}".into(),
                     json: Some(serde_json::json!({})),
                     invalid_utf8: false,
+                    fault: None,
                 })
             })
             .collect();

@@ -33,12 +33,24 @@ pub struct Frame {
     pub json: Option<Value>,
     #[serde(default)]
     pub invalid_utf8: bool,
+    /// The fault a scenario's `fault` step put into this frame on purpose (`split`,
+    /// `duplicate`, `raw`, `invalid`): shown so nobody takes it for the agent's or the client's
+    /// mistake. Read as a word, like `dir`, so a newer kind still renders.
+    #[serde(default)]
+    pub fault: Option<String>,
 }
 
 impl Frame {
     /// A few words saying what the frame is: `session/request_permission (id 0)`, `result of
     /// id 0`, `approval`, …
     pub fn summary(&self) -> String {
+        match &self.fault {
+            Some(fault) => format!("{} (harness fault: {fault})", self.what()),
+            None => self.what(),
+        }
+    }
+
+    fn what(&self) -> String {
         let Some(json) = self.json.as_ref().and_then(Value::as_object) else {
             return if self.invalid_utf8 {
                 "not UTF-8".into()
@@ -212,6 +224,12 @@ mod tests {
         assert_eq!(f.summary(), "approval: command");
         let f = frame(r#"{"i":3,"dir":"c2a","raw":"garbage"}"#);
         assert_eq!(f.summary(), "not JSON");
+    }
+
+    #[test]
+    fn a_faulted_frame_says_so() {
+        let f = frame(r#"{"i":3,"dir":"a2c","raw":"{","fault":"raw"}"#);
+        assert_eq!(f.summary(), "not JSON (harness fault: raw)");
     }
 
     #[test]

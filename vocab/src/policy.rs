@@ -8,7 +8,6 @@
 //! by itself; the `auto-approval` check judges every answer the user did not click against it.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// The ACP `ToolKind` vocabulary (schema type `ToolKind`, agentclientprotocol.com
 /// "Tool Calls"), the words a policy names kinds in.
@@ -141,35 +140,6 @@ impl DecisionPolicy {
         })
     }
 
-    /// The `policy` object of an adapter's `hello` (already schema-valid when it gets here, but
-    /// read defensively: a transcript may come from elsewhere).
-    pub fn from_hello(policy: &Value) -> Result<Self, String> {
-        let approves = match policy.get("approves") {
-            None => Vec::new(),
-            Some(Value::Array(kinds)) => kinds
-                .iter()
-                .map(|k| {
-                    k.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| format!("`approves` holds a non-string {k}"))
-                })
-                .collect::<Result<_, _>>()?,
-            Some(other) => return Err(format!("`approves` is not an array: {other}")),
-        };
-        let scope = match policy.get("scope") {
-            None => Scope::default(),
-            Some(v) => v
-                .as_str()
-                .and_then(Scope::parse)
-                .ok_or_else(|| format!("unknown scope {v} (workspace or anywhere)"))?,
-        };
-        let allow_always = policy
-            .get("allowAlways")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        Self::new(approves, scope, allow_always)
-    }
-
     /// The typed `policy` of a parsed `hello` (the schema already holds it to known words; this
     /// still refuses a kind listed twice).
     pub fn from_hello_policy(policy: &crate::control::HelloPolicy) -> Result<Self, String> {
@@ -224,7 +194,7 @@ impl DeclaredPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn unknown_and_repeated_kinds_are_refused_by_name() {
@@ -238,19 +208,25 @@ mod tests {
         assert!(err.contains("twice"), "{err}");
     }
 
+    fn from_hello(policy: Value) -> Result<DecisionPolicy, String> {
+        let typed: crate::control::HelloPolicy =
+            serde_json::from_value(policy).map_err(|e| e.to_string())?;
+        DecisionPolicy::from_hello_policy(&typed)
+    }
+
     #[test]
     fn hello_policy_reads_camel_case_and_defaults_to_nothing() {
-        let p = DecisionPolicy::from_hello(
-            &json!({"approves":["read","search"],"scope":"anywhere","allowAlways":true}),
-        )
-        .unwrap();
+        let p =
+            from_hello(json!({"approves":["read","search"],"scope":"anywhere","allowAlways":true}))
+                .unwrap();
         assert_eq!(p.approves, ["read", "search"]);
         assert_eq!(p.scope, Scope::Anywhere);
         assert!(p.allow_always);
-        let empty = DecisionPolicy::from_hello(&json!({})).unwrap();
+        let empty = from_hello(json!({})).unwrap();
         assert_eq!(empty, DecisionPolicy::default());
         assert_eq!(empty.describe(), "approves nothing by itself");
-        assert!(DecisionPolicy::from_hello(&json!({"scope":"home"})).is_err());
+        assert!(from_hello(json!({"scope":"home"})).is_err());
+        assert!(from_hello(json!({"approves":["read","read"]})).is_err());
     }
 
     #[test]
@@ -258,13 +234,10 @@ mod tests {
         for kind in ToolKind::ALL {
             assert_eq!(serde_json::to_value(kind).unwrap(), json!(kind.as_str()));
         }
-        let typed: crate::control::HelloPolicy =
-            serde_json::from_value(json!({"approves":["read","search"],"scope":"anywhere"}))
-                .unwrap();
-        let p = DecisionPolicy::from_hello_policy(&typed).unwrap();
+        let p = from_hello(json!({"approves":["read","search"],"scope":"anywhere"})).unwrap();
         assert_eq!(
             p,
-            DecisionPolicy::from_hello(&json!({"approves":["read","search"],"scope":"anywhere"}))
+            DecisionPolicy::new(vec!["read".into(), "search".into()], Scope::Anywhere, false)
                 .unwrap()
         );
     }

@@ -4,13 +4,13 @@
 //! Frames are recorded as raw bytes first and parsed second, so a frame that is not JSON (or not
 //! UTF-8) is still recorded verbatim and can be blamed precisely.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::control::{Command, Event};
+use crate::control::{Command, Event, Message};
 use crate::note::{FaultKind, Note};
 
 /// Who sent a frame to whom.
@@ -83,6 +83,29 @@ pub struct Entry {
     /// not blame the client for it, nor call it the harness's schema bug. Left out when none.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub fault: Option<FaultKind>,
+    /// The control message this entry holds, parsed once on first use ([`Entry::control`]), so
+    /// that a reader (the judge) can hand out references into it that live as long as the entry.
+    #[serde(skip)]
+    pub parsed_control: ParsedControl,
+}
+
+/// The cache behind [`Entry::control`]: empty until first asked; never part of the entry's
+/// value (two entries are equal whether or not either was parsed yet).
+#[derive(Debug, Clone, Default)]
+pub struct ParsedControl(OnceLock<Option<Box<Message>>>);
+
+impl ParsedControl {
+    /// A cache already holding `message`: for an entry built from a typed message, so the
+    /// reader does not parse back what the writer had.
+    pub fn parsed(message: Message) -> Self {
+        ParsedControl(OnceLock::from(Some(Box::new(message))))
+    }
+}
+
+impl PartialEq for ParsedControl {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 impl Entry {
@@ -100,29 +123,58 @@ impl Entry {
         Note::deserialize(self.json.as_ref()?).ok()
     }
 
+    /// True for the control plane's directions: commands (`h2c`), adapter events (`c2h`) and
+    /// observed events (`o2h`).
+    pub fn is_control(&self) -> bool {
+        matches!(
+            self.direction,
+            Direction::HarnessToAdapter
+                | Direction::AdapterToHarness
+                | Direction::ObserverToHarness
+        )
+    }
+
+    /// The control message this entry holds, by its direction: a command for `h2c`, an event
+    /// for `c2h` and `o2h`. `None` for other directions and for a line that is not a valid
+    /// message of its direction. Parsed once; later calls return the same reference.
+    pub fn control(&self) -> Option<&Message> {
+        self.parsed_control
+            .0
+            .get_or_init(|| {
+                let json = self.json.as_ref()?;
+                let message = match self.direction {
+                    Direction::HarnessToAdapter => {
+                        Message::Command(Command::deserialize(json).ok()?)
+                    }
+                    Direction::AdapterToHarness | Direction::ObserverToHarness => {
+                        Message::Event(Event::deserialize(json).ok()?)
+                    }
+                    _ => return None,
+                };
+                Some(Box::new(message))
+            })
+            .as_deref()
+    }
+
     /// The control-plane event this entry holds: an adapter's (`c2h`) or an observer's (`o2h`).
     /// `None` for other directions and for a line that is not a valid event.
-    pub fn event(&self) -> Option<Event> {
-        if !matches!(
-            self.direction,
-            Direction::AdapterToHarness | Direction::ObserverToHarness
-        ) {
-            return None;
+    pub fn event(&self) -> Option<&Event> {
+        match self.control()? {
+            Message::Event(event) => Some(event),
+            Message::Command(_) => None,
         }
-        Event::deserialize(self.json.as_ref()?).ok()
     }
 
     /// The control-plane command this entry holds (`h2c`), if it is a valid one.
-    pub fn command(&self) -> Option<Command> {
-        if self.direction != Direction::HarnessToAdapter {
-            return None;
+    pub fn command(&self) -> Option<&Command> {
+        match self.control()? {
+            Message::Command(command) => Some(command),
+            Message::Event(_) => None,
         }
-        Command::deserialize(self.json.as_ref()?).ok()
     }
 }
 
-/// What [`Recorder::note`] takes: a [`Note`]. (Hand-built JSON is accepted only while callers
-/// move to the type; it is recorded as given.)
+/// What [`Recorder::note`] takes: a [`Note`], owned or borrowed.
 pub trait IntoNote {
     fn into_note_json(self) -> Value;
 }
@@ -136,12 +188,6 @@ impl IntoNote for &Note {
 impl IntoNote for Note {
     fn into_note_json(self) -> Value {
         self.to_json()
-    }
-}
-
-impl IntoNote for Value {
-    fn into_note_json(self) -> Value {
-        self
     }
 }
 
@@ -247,6 +293,7 @@ impl Recorder {
             json,
             invalid_utf8,
             fault,
+            parsed_control: ParsedControl::default(),
         });
         index
     }
@@ -373,7 +420,7 @@ mod tests {
         let entries = rec.snapshot();
         assert!(matches!(entries[0].event(), Some(Event::Turn(_))));
         assert_eq!(entries[1].event(), None);
-        assert_eq!(entries[2].command(), Some(Command::Shutdown { seq: 4 }));
+        assert_eq!(entries[2].command(), Some(&Command::Shutdown { seq: 4 }));
         assert_eq!(entries[2].raw, r#"{"type":"shutdown","seq":4}"#);
         assert_eq!(
             entries[3].event(),

@@ -446,7 +446,7 @@ impl Client {
 
     /// The user presses Stop in session `handle`: send `session/cancel`, answer every pending
     /// approval of the session `cancelled` (#43, #44), mark unfinished tool calls cancelled
-    /// (#42), and wait for the agent's `stopReason` (updates are still accepted, #50). In an idle
+    /// (R42), and wait for the agent's `stopReason` (updates are still accepted, R50). In an idle
     /// session with no pending approval, Stop does nothing.
     pub fn cancel(&mut self, seq: u64, handle: &str) {
         let Some(session_id) = self.open_session_id(seq, handle) else {

@@ -1,8 +1,8 @@
 //! The client's file system methods (`clientCapabilities.fs`, both advertised):
 //! `fs/read_text_file` and `fs/write_text_file`.
 //!
-//! Spec rules: paths MUST be absolute (#8), `line` is 1-based and `limit` the maximum number of
-//! lines (#66), the client MUST create the file if it doesn't exist (#65).
+//! Spec rules: paths MUST be absolute (R8), `line` is 1-based and `limit` the maximum number of
+//! lines (R66), the client MUST create the file if it doesn't exist (R65).
 
 use std::path::{Path, PathBuf};
 

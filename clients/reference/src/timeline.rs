@@ -225,7 +225,7 @@ impl Timeline {
 
     /// Spec #42: on cancel, mark every unfinished tool call of the session's current turn as
     /// `cancelled` (a client-side status: v1 `ToolCallStatus` has none, gotcha G4). Returns the
-    /// changed views. Later updates from the agent are still applied (#50).
+    /// changed views. Later updates from the agent are still applied (R50).
     pub fn cancel_unfinished(&mut self, session_id: &str, turn: u64) -> Vec<ItemView> {
         self.items
             .iter_mut()

@@ -10,10 +10,14 @@
 //! Entries are recorded without their raw text (checks read the parsed JSON); the raw text is
 //! filled in only for a finding's summary, which keeps a turn in the tens of microseconds.
 
-use acp_vocab::transcript::{Direction, Entry};
+use acp_vocab::control::{
+    Approval, ApprovalResolved, Command, Event, Item, Message, Outcome, PresentedOption,
+    ResolvedBy, Subject,
+};
+use acp_vocab::transcript::{Direction, Entry, ParsedControl};
 use serde_json::{Value, json};
 
-use super::frames::{Names, object};
+use super::frames::Names;
 use super::input::{Action, PermissionTurn};
 use super::verdict::{Verdict, is_finding, summary};
 use acp_judge::checks::{
@@ -28,8 +32,7 @@ const TOOL_CALL_ID: &str = "call_1";
 /// A timeline item as the client shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ItemShown {
-    /// Control vocabulary: `command | file_change | read | …`.
-    pub item_type: String,
+    pub item_type: Subject,
     pub status: String,
     pub title: String,
 }
@@ -37,16 +40,16 @@ pub struct ItemShown {
 /// An approval card as the client shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Card {
-    /// Control vocabulary, like [`ItemShown::item_type`].
-    pub subject: String,
+    pub subject: Subject,
     /// `(optionId, label)` per button, in display order.
     pub buttons: Vec<(String, String)>,
 }
 
 /// A client's permission mapping, called the way its UI code calls it.
 pub trait Mapping {
-    /// The `hello` its adapter sends (control protocol v1), with the `policy` it declares.
-    fn hello(&self) -> Value;
+    /// The `hello` its adapter sends (control protocol v1, an [`Event::Hello`]), with the
+    /// `policy` it declares.
+    fn hello(&self) -> Event;
     /// The agent announced the tool call (`tool_call`, `tool_call_update`, or the request's
     /// `toolCall`; `update` is that object). The item as now shown, if it is new or changed.
     fn announce(&mut self, session_id: &str, update: &Value) -> Option<ItemShown>;
@@ -78,6 +81,16 @@ struct Log {
 
 impl Log {
     fn push(&mut self, direction: Direction, conn: u32, json: Value) -> usize {
+        self.push_parsed(direction, conn, json, ParsedControl::default())
+    }
+
+    fn push_parsed(
+        &mut self,
+        direction: Direction,
+        conn: u32,
+        json: Value,
+        parsed_control: ParsedControl,
+    ) -> usize {
         let index = self.entries.len();
         self.entries.push(Entry {
             index,
@@ -88,8 +101,16 @@ impl Log {
             json: Some(json),
             invalid_utf8: false,
             fault: None,
+            parsed_control,
         });
         index
+    }
+
+    /// A control message, recorded as JSON and already parsed (the checks read the typed
+    /// message; nothing parses it back).
+    fn control(&mut self, direction: Direction, message: Message) {
+        let json = serde_json::to_value(&message).unwrap_or_default();
+        self.push_parsed(direction, 0, json, ParsedControl::parsed(message));
     }
 
     fn agent(&mut self, frame: Value) {
@@ -100,24 +121,24 @@ impl Log {
         self.push(Direction::ClientToAgent, 1, frame);
     }
 
-    fn event(&mut self, event: Value) {
-        self.push(Direction::AdapterToHarness, 0, event);
+    fn event(&mut self, event: Event) {
+        self.control(Direction::AdapterToHarness, Message::Event(event));
     }
 
-    fn command(&mut self, command: Value) {
-        self.push(Direction::HarnessToAdapter, 0, command);
+    fn command(&mut self, command: Command) {
+        self.control(Direction::HarnessToAdapter, Message::Command(command));
     }
 
     fn item(&mut self, shown: Option<ItemShown>) {
         if let Some(item) = shown {
-            self.event(object([
-                ("type", "item".into()),
-                ("sessionId", SESSION_ID.into()),
-                ("toolCallId", TOOL_CALL_ID.into()),
-                ("itemType", item.item_type.into()),
-                ("status", item.status.into()),
-                ("title", item.title.into()),
-            ]));
+            self.event(Event::Item(Item {
+                session_id: SESSION_ID.into(),
+                tool_call_id: TOOL_CALL_ID.into(),
+                item_type: item.item_type,
+                status: item.status,
+                title: item.title,
+                observed: None,
+            }));
         }
     }
 }
@@ -161,24 +182,30 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
     let (selected, by) = match card {
         Some(card) => (
             user_acts(turn, mapping, card, &request_id, &mut log),
-            "user",
+            ResolvedBy::User,
         ),
-        None => (own, "policy"),
+        None => (own, ResolvedBy::Policy),
     };
     let (outcome, resolved) = match &selected {
         Some(id) => (
             json!({"outcome":"selected","optionId":id}),
-            json!({"type":"approval_resolved","sessionId":SESSION_ID,"requestId":request_id,
-                "outcome":"selected","optionId":id,"by":by}),
+            (Outcome::Selected, Some(id.clone()), by),
         ),
         None => (
             json!({"outcome":"cancelled"}),
-            json!({"type":"approval_resolved","sessionId":SESSION_ID,"requestId":request_id,
-                "outcome":"cancelled","by":"cancel"}),
+            (Outcome::Cancelled, None, ResolvedBy::Cancel),
         ),
     };
     log.client(json!({"jsonrpc":"2.0","id":request_id,"result":{"outcome":outcome}}));
-    log.event(resolved);
+    let (outcome, option_id, by) = resolved;
+    log.event(Event::ApprovalResolved(ApprovalResolved {
+        session_id: SESSION_ID.into(),
+        request_id: request_id.clone(),
+        outcome,
+        option_id,
+        by: Some(by),
+        observed: None,
+    }));
     let allowed = selected
         .as_deref()
         .and_then(|id| turn.kind_of(id))
@@ -200,30 +227,40 @@ fn user_acts(
     request_id: &Value,
     log: &mut Log,
 ) -> Option<String> {
-    let buttons: Vec<Value> = card
+    let options = card
         .buttons
         .into_iter()
-        .map(|(id, label)| object([("optionId", id.into()), ("label", label.into())]))
+        .map(|(option_id, label)| PresentedOption { option_id, label })
         .collect();
-    log.event(object([
-        ("type", "approval".into()),
-        ("sessionId", SESSION_ID.into()),
-        ("requestId", request_id.clone()),
-        ("toolCallId", TOOL_CALL_ID.into()),
-        ("subject", card.subject.into()),
-        ("options", buttons.into()),
-    ]));
+    log.event(Event::Approval(Approval {
+        session_id: SESSION_ID.into(),
+        request_id: request_id.clone(),
+        tool_call_id: Some(TOOL_CALL_ID.into()),
+        subject: card.subject,
+        options: Some(options),
+        observed: None,
+    }));
     match (turn.action, turn.chosen()) {
         (Action::Choose(_), Some(option)) => {
-            log.command(json!({"type":"choose","seq":1,"requestId":request_id,"optionId":option.id.as_str()}));
+            log.command(Command::Choose {
+                seq: 1,
+                request_id: request_id.clone(),
+                option_id: option.id.as_str().into(),
+            });
             let answer = mapping.choose(option.id.as_str());
             if answer.is_none() {
-                log.event(json!({"type":"error","seq":1,"message":"no such button"}));
+                log.event(Event::Error {
+                    seq: Some(1),
+                    message: "no such button".into(),
+                });
             }
             answer
         }
         (Action::Cancel, _) => {
-            log.command(json!({"type":"cancel","seq":1,"session":"s1"}));
+            log.command(Command::Cancel {
+                seq: 1,
+                session: "s1".into(),
+            });
             log.client(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SESSION_ID}}));
             None
         }

@@ -165,6 +165,19 @@ pub fn config() -> RunConfig {
     RunConfig::new(suite::scenarios_dir(None).expect("scenarios")).expect("run config")
 }
 
+/// Cases in flight at once for a real client's whole suite. A real client without an adapter
+/// mostly waits (on step timeouts where it never answers a request, on settle times): chuk-acp
+/// 0.3.2's suite used 9 % of two cores with one case per core (33 s of CPU in 339 s), so four
+/// cases per core keep the machine busy without starving a client's startup.
+/// `ACP_REAL_CLIENT_JOBS=<n>` overrides.
+fn suite_jobs() -> usize {
+    std::env::var("ACP_REAL_CLIENT_JOBS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()) * 4)
+        .max(1)
+}
+
 pub fn run_one(client: &ClientSpec, case_id: &str) -> CaseResult {
     let cfg = config();
     let case = suite::find_case(&cfg.scenarios_dir, case_id).expect("case exists");
@@ -197,7 +210,10 @@ pub fn version(spec: &ClientSpec, prefix: &str) -> String {
 /// Runs the whole suite with `baseline` applied; returns the results and every trial that still
 /// fails (a failure not in the baseline, or a stale entry).
 pub fn suite_with_baseline(spec: &ClientSpec, baseline: &Path) -> (Vec<CaseResult>, Vec<String>) {
-    let cfg = config();
+    let cfg = RunConfig {
+        jobs: suite_jobs(),
+        ..config()
+    };
     let cases = suite::load_cases(&cfg.scenarios_dir).expect("scenarios");
     let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
     let baseline = Baseline::load(baseline).expect("baseline");

@@ -38,8 +38,9 @@ use crate::policy::{DecisionPolicy, DeclaredPolicy, PolicySource, Scope};
 use crate::record::CaseRecord;
 use crate::wire_model::note_of;
 use crate::wire_model::{
-    Control, PermissionAnswer, PermissionRequest, WireModel, id_key, is_specific_kind,
+    ControlMsg, PermissionAnswer, PermissionRequest, WireModel, id_key, is_specific_kind,
 };
+use acp_vocab::control::{Command, Event};
 use acp_vocab::note::Note;
 
 pub struct AutoApproval;
@@ -156,10 +157,12 @@ fn user_choice<'a>(
         .chooses
         .iter()
         .filter(|&&c| c < answer)
-        .filter_map(|&c| match model.control_at(c).map(|m| &m.control) {
-            Some(Control::Choose { option_id, .. }) => Some((c, *option_id)),
-            _ => None,
-        });
+        .filter_map(
+            |&c| match model.control_at(c).and_then(ControlMsg::command) {
+                Some(Command::Choose { option_id, .. }) => Some((c, option_id.as_str())),
+                _ => None,
+            },
+        );
     let key = id_key(request.id);
     let typed = model.notes.iter().filter_map(|(index, note)| {
         let ours = *index < answer
@@ -433,7 +436,7 @@ fn cancel_happened(model: &WireModel<'_>, request: &PermissionRequest<'_>, answe
     let shutdown = model
         .controls
         .iter()
-        .any(|c| c.index < answer && matches!(c.control, Control::Shutdown { .. }));
+        .any(|c| c.index < answer && matches!(c.command(), Some(Command::Shutdown { .. })));
     stopped || withdrawn || shutdown
 }
 
@@ -446,13 +449,12 @@ pub fn declared_policy(model: &WireModel<'_>) -> Result<Option<DeclaredPolicy>, 
         }
     }
     for control in &model.controls {
-        if control.command || !matches!(control.control, Control::Hello) {
+        let Some(Event::Hello(hello)) = control.event() else {
             continue;
-        }
-        let hello = model.entry(control.index).and_then(|e| e.json.as_ref());
-        return match hello.and_then(|h| h.get("policy")) {
+        };
+        return match &hello.policy {
             None => Ok(None),
-            Some(policy) => DecisionPolicy::from_hello(policy)
+            Some(policy) => DecisionPolicy::from_hello_policy(policy)
                 .map(|policy| {
                     Some(DeclaredPolicy {
                         source: PolicySource::Hello,

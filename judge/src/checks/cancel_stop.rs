@@ -16,7 +16,7 @@
 //!   prompt is in progress asks for nothing on the wire.
 //! * `session/cancel` missing is `fail`; if the client instead answered a pending request with a
 //!   `reject_*` option, the message says exactly that (the ZERO #915 bug).
-//! * Pending requests answered `selected`, with a JSON-RPC error, or never, are `fail` (#43/#44);
+//! * Pending requests answered `selected`, with a JSON-RPC error, or never, are `fail` (R43/R44);
 //!   so is a request arriving later in the cancelled turn (after the Stop, before the agent's
 //!   stop reason) answered `selected`, with an error, or never: the client answers it
 //!   `cancelled` by itself. "Never" includes a
@@ -34,11 +34,11 @@
 
 use std::collections::HashMap;
 
+use acp_vocab::control::{Command, Event, Turn, TurnState};
+
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{
-    Control, PermissionAnswer, PermissionRequest, Side, UserCancel, WireModel,
-};
+use crate::wire_model::{PermissionAnswer, PermissionRequest, Side, UserCancel, WireModel};
 
 pub struct CancelStop;
 
@@ -181,7 +181,7 @@ fn check_cancel(
         .filter(|p| p.session_id == Some(sid))
         .collect();
 
-    // 1. session/cancel (#43 context, docs/architecture.md §5.3).
+    // 1. session/cancel (R43 context, docs/architecture.md §5.3).
     if prompt.is_some() || !pending.is_empty() {
         let sent = model
             .session_msgs_from(sid, at)
@@ -226,7 +226,7 @@ fn check_cancel(
         }
     }
 
-    // 2. Pending requests are answered cancelled (#43, #44).
+    // 2. Pending requests are answered cancelled (R43, R44).
     for request in pending {
         let answer = request.answers.first().copied();
         match answer.map(|a| (a, model.permission_answer(a))) {
@@ -234,7 +234,7 @@ fn check_cancel(
             Some((a, other)) => problems.fail(
                 43,
                 format!(
-                    "request #{} was pending at the user cancel #{at} and was answered {} (#{a}). Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (#43).",
+                    "request #{} was pending at the user cancel #{at} and was answered {} (#{a}). Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (R43).",
                     request.index,
                     other.describe()
                 ),
@@ -243,7 +243,7 @@ fn check_cancel(
             None if !matches!(case.end, RunEnd::Crash { .. }) => problems.fail(
                 43,
                 format!(
-                    "request #{} was pending at the user cancel #{at} and was never answered{}. Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (#43).",
+                    "request #{} was pending at the user cancel #{at} and was never answered{}. Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (R43).",
                     request.index,
                     super::before_the_end(case, model)
                 ),
@@ -254,12 +254,12 @@ fn check_cancel(
     }
     for request in later.iter().filter(|_| prompt.is_some()) {
         // A request that arrives after the Stop, before the agent's cancelled stop, is the
-        // client's to answer `cancelled` by itself: the user already said stop (#44).
+        // client's to answer `cancelled` by itself: the user already said stop (R44).
         match request.answers.first() {
             None if !matches!(case.end, RunEnd::Crash { .. }) => problems.fail(
                 44,
                 format!(
-                    "request #{} arrived after the user cancel #{at}, in the cancelled turn, and was never answered{}. Expected the client to answer it {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} by itself, without asking the user (#44).",
+                    "request #{} arrived after the user cancel #{at}, in the cancelled turn, and was never answered{}. Expected the client to answer it {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} by itself, without asking the user (R44).",
                     request.index,
                     super::before_the_end(case, model)
                 ),
@@ -268,7 +268,7 @@ fn check_cancel(
             Some(&a) if model.permission_answer(a) == PermissionAnswer::Error => problems.fail(
                 44,
                 format!(
-                    "request #{} arrived in the turn the user cancelled at #{at} and was answered with an error (#{a}). Expected the cancelled outcome (#44).",
+                    "request #{} arrived in the turn the user cancelled at #{at} and was answered with an error (#{a}). Expected the cancelled outcome (R44).",
                     request.index
                 ),
                 &[at, request.index, a],
@@ -280,7 +280,7 @@ fn check_cancel(
                 problems.fail(
                     44,
                     format!(
-                        "request #{} arrived in the turn the user cancelled at #{at} and was answered selected \"{id}\" (#{a}). Expected the cancelled outcome (#44).",
+                        "request #{} arrived in the turn the user cancelled at #{at} and was answered selected \"{id}\" (#{a}). Expected the cancelled outcome (R44).",
                         request.index
                     ),
                     &[at, request.index, a],
@@ -289,7 +289,7 @@ fn check_cancel(
         }
     }
 
-    // 3. Updates after the cancel are still accepted (#50).
+    // 3. Updates after the cancel are still accepted (R50).
     for m in model.msgs_from(at + 1) {
         if m.index >= turn_end.min(next_cancel) {
             break;
@@ -302,7 +302,7 @@ fn check_cancel(
             problems.fail(
                 50,
                 format!(
-                    "after the user cancel #{at} the client sent error #{} that answers no request: it rejected an update of the cancelled turn. Expected updates to be accepted silently (#50).",
+                    "after the user cancel #{at} the client sent error #{} that answers no request: it rejected an update of the cancelled turn. Expected updates to be accepted silently (R50).",
                     m.index
                 ),
                 &[at, m.index],
@@ -314,14 +314,14 @@ fn check_cancel(
             problems.fail(
                 50,
                 format!(
-                    "the client died after the user cancel #{at}, before the agent ended the cancelled turn. Expected it to keep accepting updates until the session/prompt response (#50)."
+                    "the client died after the user cancel #{at}, before the agent ended the cancelled turn. Expected it to keep accepting updates until the session/prompt response (R50)."
                 ),
                 &[at],
             );
         }
     }
 
-    // 4. The client shows the turn as cancelled when the agent says so (#46–#48).
+    // 4. The client shows the turn as cancelled when the agent says so (R46–R48).
     let response = prompt_response?;
     let stop_reason = model
         .msg(response)
@@ -343,8 +343,8 @@ fn check_cancel(
         .controls_from(at + 1)
         .iter()
         .take_while(|c| c.index < bound)
-        .find(|c| match c.control {
-            Control::Prompt { session, .. } => {
+        .find(|c| match c.command() {
+            Some(Command::Prompt { session, .. }) => {
                 model.session_for_handle(session, c.index) == Some(sid)
             }
             _ => false,
@@ -356,17 +356,17 @@ fn check_cancel(
         if c.index >= boundary {
             break;
         }
-        let Control::Turn {
+        let Some(Event::Turn(Turn {
             session_id, state, ..
-        } = c.control
+        })) = c.event()
         else {
             continue;
         };
-        if session_id != sid || state == "running" {
+        if session_id != sid || !state.is_end() {
             continue;
         }
         ended = true;
-        if state != "cancelled" {
+        if *state != TurnState::Cancelled {
             problems.fail(
                 48,
                 format!(
@@ -401,6 +401,7 @@ mod tests {
     use super::*;
     use crate::checks::Grade;
     use crate::checks::testkit::{Case, SID, assert_grade, buttons3, opts3};
+    use acp_vocab::note::Note;
     use serde_json::json;
 
     /// Prompt, a pending permission request with its card, the user cancels.
@@ -415,7 +416,10 @@ mod tests {
             c.approval(json!(0), "c", "command", buttons3());
             c.cmd(json!({"type":"cancel","seq":3,"session":"s1"}));
         } else {
-            c.note(json!({"type":"user_cancel","sessionId":SID,"by":"SIGINT"}));
+            c.note(Note::UserCancel {
+                session_id: SID.into(),
+                by: Some("SIGINT".into()),
+            });
         }
     }
 
@@ -647,7 +651,10 @@ mod tests {
         let c = Case::wire_only();
         c.handshake();
         c.prompt();
-        c.note(json!({"type":"user_cancel","sessionId":"","by":"SIGINT"}));
+        c.note(Note::UserCancel {
+            session_id: String::new(),
+            by: Some("SIGINT".into()),
+        });
         c.prompt_result("end_turn");
         assert_grade(&c.grade(&CancelStop), Grade::Fail, "session \"ses_1\"");
     }

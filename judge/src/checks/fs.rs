@@ -3,7 +3,7 @@
 //! Requirement: an `fs/write_text_file` the client answers with success leaves exactly the
 //! requested bytes in that file; a client that advertised `fs.writeTextFile` does not refuse a
 //! write inside the workspace (it must create the file, #65); and an `fs/read_text_file` answered
-//! with success returns the file's lines from `line` (1-based) for at most `limit` lines (#66).
+//! with success returns the file's lines from `line` (1-based) for at most `limit` lines (R66).
 //!
 //! Reading:
 //! * Only paths inside the case's workspace or its `${outside}` directory are compared: the harness
@@ -248,7 +248,7 @@ fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut
             problems.fail(
                 66,
                 format!(
-                    "fs/read_text_file #{} of \"{}\" asked for {what} (#66) and got different text: {}.",
+                    "fs/read_text_file #{} of \"{}\" asked for {what} (R66) and got different text: {}.",
                     r.msg.index,
                     r.path.display(),
                     describe_diff(expected.as_bytes(), returned.as_bytes())

@@ -179,7 +179,7 @@ fn a_closed_agent_connection_is_not_called_a_timeout() {
     let mut c = Case::new();
     c.handshake();
     c.prompt();
-    c.note(json!({"type":"connection_closed","step":"6"}));
+    c.note(Note::ConnectionClosed { step: "6".into() });
     c.end = RunEnd::Incomplete {
         step: 6,
         reason: "client closed the agent connection at step 6 (t.toml:30) while waiting".into(),
@@ -284,7 +284,10 @@ fn grading_never_panics_on_garbage() {
     c.ev(json!({"type":"approval"}));
     c.ev(json!({"type":"item","sessionId":1}));
     c.cmd(json!({"type":"cancel","seq":1,"session":"nope"}));
-    c.note(json!({"type":"user_cancel"}));
+    c.note(Note::UserCancel {
+        session_id: String::new(),
+        by: None,
+    });
     c.c2a(json!({"jsonrpc":"2.0","id":[1],"result":{}}));
     c.a2c(json!({"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"toolCall":7,"options":"x"}}));
     c.a2c(json!({"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"path":"/tmp/case/work/a","line":-1}}));

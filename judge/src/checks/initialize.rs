@@ -3,15 +3,15 @@
 //!
 //! Requirement, per agent connection:
 //! * the client's first message is an `initialize` request carrying an integer `protocolVersion`
-//!   (#9, #12), with `clientInfo {name, version}` (#10, #17: SHOULD, so `warn`);
+//!   (R9, R12), with `clientInfo {name, version}` (R10, R17: SHOULD, so `warn`);
 //! * no `session/*` message goes out before the agent has answered `initialize` successfully
-//!   (#23, #35), and `initialize` is not sent again after that (`warn`: the spec defines one
+//!   (R23, R35), and `initialize` is not sent again after that (`warn`: the spec defines one
 //!   initialization per connection);
-//! * the client calls nothing the agent did not advertise (#16: omitted = unsupported):
-//!   `session/load` without `loadSession` (#25); `session/resume|close|list|delete` without the
-//!   matching `sessionCapabilities` (#28); `logout` without `auth.logout` (#20); HTTP/SSE MCP
-//!   servers without `mcpCapabilities.http/sse` (#34); image, audio or embedded-resource prompt
-//!   content without the matching `promptCapabilities` (#36);
+//! * the client calls nothing the agent did not advertise (R16: omitted = unsupported):
+//!   `session/load` without `loadSession` (R25); `session/resume|close|list|delete` without the
+//!   matching `sessionCapabilities` (R28); `logout` without `auth.logout` (R20); HTTP/SSE MCP
+//!   servers without `mcpCapabilities.http/sse` (R34); image, audio or embedded-resource prompt
+//!   content without the matching `promptCapabilities` (R36);
 //! * its capabilities are honest: a client that advertised `fs.readTextFile`, `fs.writeTextFile`
 //!   or `terminal` does not answer that method with `-32601 Method not found`.
 //!
@@ -74,7 +74,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
         problems.fail(
             9,
             format!(
-                "the client's first message on connection {} is #{} ({}), not an initialize request (#9).",
+                "the client's first message on connection {} is #{} ({}), not an initialize request (R9).",
                 first.conn,
                 first.index,
                 first.method().unwrap_or("a response")
@@ -109,7 +109,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
             problems.fail(
                 if method == "session/prompt" { 35 } else { 23 },
                 format!(
-                    "the client sent {method} #{} {why}. Expected initialization to complete first (#23, #35).",
+                    "the client sent {method} #{} {why}. Expected initialization to complete first (R23, R35).",
                     m.index
                 ),
                 &frames,
@@ -137,7 +137,7 @@ fn check_params(init: &WireMsg<'_>, problems: &mut Problems) {
         problems.fail(
             12,
             format!(
-                "initialize #{} has protocolVersion {}. Expected the latest protocol version the client supports, an integer (#12).",
+                "initialize #{} has protocolVersion {}. Expected the latest protocol version the client supports, an integer (R12).",
                 init.index,
                 version.map_or("missing".to_owned(), Value::to_string)
             ),
@@ -153,7 +153,7 @@ fn check_params(init: &WireMsg<'_>, problems: &mut Problems) {
         problems.warn(
             10,
             format!(
-                "initialize #{} has no clientInfo with name and version (#10, #17 SHOULD).",
+                "initialize #{} has no clientInfo with name and version (R10, R17 SHOULD).",
                 init.index
             ),
             &[init.index],
@@ -202,7 +202,7 @@ fn check_advertised(
                 problems.fail(
                     rule,
                     format!(
-                        "the client called {method} (#{}) although the agent did not advertise agentCapabilities{pointer} (#{rule}).",
+                        "the client called {method} (#{}) although the agent did not advertise agentCapabilities{pointer} (R{rule}).",
                         m.index
                     ),
                     &[m.index],
@@ -224,7 +224,7 @@ fn check_advertised(
                     problems.fail(
                         34,
                         format!(
-                            "{method} #{} lists an {kind} MCP server although the agent did not advertise agentCapabilities{pointer} (#34).",
+                            "{method} #{} lists an {kind} MCP server although the agent did not advertise agentCapabilities{pointer} (R34).",
                             m.index
                         ),
                         &[m.index],
@@ -248,7 +248,7 @@ fn check_advertised(
                     problems.fail(
                         36,
                         format!(
-                            "session/prompt #{} sends {} content although the agent did not advertise agentCapabilities{pointer} (#36).",
+                            "session/prompt #{} sends {} content although the agent did not advertise agentCapabilities{pointer} (R36).",
                             m.index,
                             block.get("type").and_then(Value::as_str).unwrap_or("?")
                         ),
@@ -294,7 +294,7 @@ fn check_honest(model: &WireModel<'_>, conn: u32, msgs: &[&WireMsg<'_>], problem
                 problems.fail(
                     16,
                     format!(
-                        "the client advertised {} in initialize but answered {method} #{} with -32601 Method not found (#{answer}). Expected advertised capabilities to be implemented (#16).",
+                        "the client advertised {} in initialize but answered {method} #{} with -32601 Method not found (#{answer}). Expected advertised capabilities to be implemented (R16).",
                         capability.trim_start_matches("/clientCapabilities/").replace('/', "."),
                         m.index
                     ),
@@ -348,7 +348,7 @@ mod tests {
         let c = Case::wire_only();
         c.c2a(json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
         let f = c.grade(&Initialize);
-        assert_grade(&f, Grade::Fail, "not an initialize request (#9)");
+        assert_grade(&f, Grade::Fail, "not an initialize request (R9)");
     }
 
     #[test]
@@ -379,9 +379,9 @@ mod tests {
         );
         let f = c.grade(&Initialize);
         assert_grade(&f, Grade::Fail, "session/load");
-        assert!(f.message.contains("loadSession (#25)"), "{}", f.message);
+        assert!(f.message.contains("loadSession (R25)"), "{}", f.message);
         assert!(
-            f.message.contains("promptCapabilities/image (#36)"),
+            f.message.contains("promptCapabilities/image (R36)"),
             "{}",
             f.message
         );

@@ -41,13 +41,13 @@ impl Check for JsonRpc {
 
     fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
         let mut problems = Problems::new();
-        // 1. Every client line is JSON-RPC 2.0 (#1, #2, #4).
+        // 1. Every client line is JSON-RPC 2.0 (R1, R2, R4).
         for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
             if let MsgKind::Invalid { reason } = &msg.kind {
                 problems.fail(
                     if msg.entry.invalid_utf8 { 1 } else { 4 },
                     format!(
-                        "client frame #{} is not a JSON-RPC 2.0 message: {reason} (#4).",
+                        "client frame #{} is not a JSON-RPC 2.0 message: {reason} (R4).",
                         msg.index
                     ),
                     &[msg.index],
@@ -56,18 +56,18 @@ impl Check for JsonRpc {
         }
         // 1a. An ACP method sent as the wrong kind of message: a `session/cancel` with an id
         // waits for an answer the agent never sends; a `session/prompt` without one never gets
-        // its stop reason (#1, #2).
+        // its stop reason (R1, R2).
         for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
             if let Some(why) = super::schema::wrong_kind(msg) {
                 problems.fail(
                     4,
-                    format!("client frame #{} was {why} (#1, #2).", msg.index),
+                    format!("client frame #{} was {why} (R1, R2).", msg.index),
                     &[msg.index],
                 );
             }
         }
         // 1b. A line longer than the frame limit was discarded unread: it cannot have been a
-        // message the agent could use (#2, #4).
+        // message the agent could use (R2, R4).
         for &(index, note) in &model.notes {
             if !matches!(note_of(note), Some(Note::FrameTooLong { .. })) {
                 continue;
@@ -76,7 +76,7 @@ impl Check for JsonRpc {
             problems.fail(
                 4,
                 format!(
-                    "the client wrote a line of {} bytes to the agent (connection {}), over the frame limit of {} bytes; the harness discarded it unread (#4).",
+                    "the client wrote a line of {} bytes to the agent (connection {}), over the frame limit of {} bytes; the harness discarded it unread (R4).",
                     number("bytes").map_or("?".to_owned(), |n| n.to_string()),
                     number("conn").map_or("?".to_owned(), |n| n.to_string()),
                     number("max").map_or("?".to_owned(), |n| n.to_string()),
@@ -84,7 +84,7 @@ impl Check for JsonRpc {
                 &[index],
             );
         }
-        // 2. Every agent request answered exactly once (#7).
+        // 2. Every agent request answered exactly once (R7).
         let mut duplicated: HashMap<(u32, String), (usize, Vec<usize>)> = HashMap::new();
         for msg in model.msgs.iter().filter(|m| m.from == Side::Agent) {
             let MsgKind::Request { id, method } = msg.kind else {
@@ -148,7 +148,7 @@ impl Check for JsonRpc {
                 );
             }
         }
-        // 3. No response to an unknown id or to a notification (#6, #7).
+        // 3. No response to an unknown id or to a notification (R6, R7).
         for &pos in &model.unpaired_responses {
             let msg = &model.msgs[pos];
             if msg.from != Side::Client || model.is_reply_to_garbage(msg.index) {
@@ -158,7 +158,7 @@ impl Check for JsonRpc {
             problems.fail(
                 7,
                 format!(
-                    "client response #{} has id {}, which matches no request the agent sent on this connection (an unknown id, or a reply to a notification) (#6, #7).",
+                    "client response #{} has id {}, which matches no request the agent sent on this connection (an unknown id, or a reply to a notification) (R6, R7).",
                     msg.index,
                     describe_id(id)
                 ),
@@ -232,7 +232,7 @@ fn near_miss(model: &WireModel<'_>, conn: u32, id: &serde_json::Value, after: us
         .find(|m| m.id().is_some_and(|got| text(got) == want))
         .map_or(String::new(), |m| {
             format!(
-                " Response #{} echoes id {} instead of {} (#7: the same value and type).",
+                " Response #{} echoes id {} instead of {} (R7: the same value and type).",
                 m.index,
                 m.id().map_or("?".to_owned(), describe_id),
                 describe_id(id)
@@ -245,6 +245,7 @@ mod tests {
     use super::*;
     use crate::checks::Grade;
     use crate::checks::testkit::{Case, assert_grade, opts3};
+    use acp_vocab::note::FaultKind;
     use serde_json::json;
 
     fn base() -> Case {
@@ -283,8 +284,12 @@ mod tests {
     #[test]
     fn a_line_over_the_frame_limit_fails() {
         let c = base();
-        let note =
-            c.note(json!({"type":"frame_too_long","conn":1,"bytes":52428800,"max":16777216}));
+        let note = c.note(Note::FrameTooLong {
+            conn: Some(1),
+            bytes: 52428800,
+            max: Some(16777216),
+            wire: None,
+        });
         let f = c.grade(&JsonRpc);
         assert_grade(
             &f,
@@ -330,7 +335,7 @@ mod tests {
         assert_grade(&c.grade(&JsonRpc), Grade::Fail, "answered 2 times");
 
         let c = base();
-        c.note(json!({"type":"fault","kind":"duplicate"}));
+        c.fault_next(FaultKind::Duplicate, 2);
         c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
         c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
         c.select(json!(0), "once");
@@ -355,9 +360,8 @@ mod tests {
         );
 
         let c = base();
-        c.note(json!({"type":"fault","kind":"raw"}));
-        c.rec
-            .record(1, acp_vocab::transcript::Direction::AgentToClient, b"oops");
+        c.fault_next(FaultKind::Raw, 1);
+        c.a2c_raw(b"oops");
         c.c2a(json!({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}));
         assert_eq!(c.grade(&JsonRpc).grade, Grade::Pass);
     }
@@ -370,7 +374,7 @@ mod tests {
     }
 
     fn stopped(c: &mut Case, step_timeout_ms: u64) {
-        c.note(json!({"type":"run_stopped","step_timeout_ms":step_timeout_ms}));
+        c.note(Note::RunStopped { step_timeout_ms });
         c.end = RunEnd::Incomplete {
             step: 5,
             reason: "client sent no answer to request `perm` within 5000 ms".into(),
@@ -399,7 +403,7 @@ mod tests {
         // The client closed the agent connection: pending requests are lost, whatever the time.
         let mut c = base();
         c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"x/unknown","params":{}}));
-        c.note(json!({"type":"connection_closed","step":"4"}));
+        c.note(Note::ConnectionClosed { step: "4".into() });
         stopped(&mut c, 3_600_000);
         assert_grade(
             &c.grade(&JsonRpc),

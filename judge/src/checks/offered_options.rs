@@ -20,7 +20,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::{Check, Finding, Problems, quoted_list};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{Control, PermissionAnswer, PermissionRequest, WireModel, id_key};
+use crate::wire_model::{ControlMsg, PermissionAnswer, PermissionRequest, WireModel, id_key};
+use acp_vocab::control::{Approval, Command, Event};
 
 pub struct OfferedOptions;
 
@@ -54,12 +55,12 @@ impl Check for OfferedOptions {
         // Adapter `error` events by the seq of the command they answer.
         let mut errors: HashMap<u64, Vec<(usize, &str)>> = HashMap::new();
         for c in &model.controls {
-            if let Control::Error {
+            if let Some(Event::Error {
                 seq: Some(seq),
                 message,
-            } = c.control
+            }) = c.event()
             {
-                errors.entry(seq).or_default().push((c.index, message));
+                errors.entry(*seq).or_default().push((c.index, message));
             }
         }
         for request in &model.permissions {
@@ -146,16 +147,16 @@ fn check_presented(
     problems: &mut Problems,
 ) {
     // An observer's card without its buttons (`options` absent) presents nothing to compare.
-    let Some(Control::Approval {
+    let Some(Event::Approval(Approval {
         options: Some(options),
         ..
-    }) = model.control_at(approval).map(|c| &c.control)
+    })) = model.control_at(approval).and_then(ControlMsg::event)
     else {
         return;
     };
     let frames = [request.index, approval];
     let offered = request.offered_ids();
-    let presented: Vec<&str> = options.iter().map(|o| o.option_id).collect();
+    let presented: Vec<&str> = options.iter().map(|o| o.option_id.as_str()).collect();
     let dropped: Vec<&str> = offered
         .iter()
         .copied()
@@ -202,7 +203,7 @@ fn check_presented(
     for id in &presented {
         *counts.entry(id).or_default() += 1;
     }
-    // An agent that offers one optionId twice (against #59) gets two buttons for it, not more.
+    // An agent that offers one optionId twice (against R59) gets two buttons for it, not more.
     for (id, n) in counts {
         let offered_n = offered.iter().filter(|o| **o == id).count();
         if n > offered_n.max(1) {
@@ -231,7 +232,7 @@ fn check_presented(
         by_label
             .entry(label.to_lowercase())
             .or_default()
-            .push(option.option_id);
+            .push(&option.option_id);
     }
     for (label, ids) in by_label.into_iter().filter(|(_, ids)| ids.len() > 1) {
         problems.warn(
@@ -253,13 +254,14 @@ fn check_choose(
     errors: &HashMap<u64, Vec<(usize, &str)>>,
     problems: &mut Problems,
 ) {
-    let Some(Control::Choose { seq, option_id, .. }) = model.control_at(choose).map(|c| &c.control)
+    let Some(Command::Choose { seq, option_id, .. }) =
+        model.control_at(choose).and_then(ControlMsg::command)
     else {
         return;
     };
-    let option_id = *option_id;
+    let option_id = option_id.as_str();
     // An adapter error in reply to this command.
-    if let Some(seq) = seq {
+    {
         let error = errors
             .get(seq)
             .and_then(|list| list.iter().find(|(i, _)| *i > choose))
@@ -312,6 +314,7 @@ mod tests {
     use super::*;
     use crate::checks::Grade;
     use crate::checks::testkit::{Case, assert_grade, buttons3, opts3};
+    use acp_vocab::note::FaultKind;
     use serde_json::{Value, json};
 
     /// A request with `opts3`, a card with `buttons`, a choose of `choose`, the answer `answer`.
@@ -470,7 +473,7 @@ mod tests {
         let c = Case::wire_only();
         c.handshake();
         c.prompt();
-        c.note(json!({"type":"fault","kind":"duplicate"}));
+        c.fault_next(FaultKind::Duplicate, 2);
         c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
         c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
         c.select(json!(0), "once");

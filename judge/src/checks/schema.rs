@@ -133,6 +133,7 @@ mod tests {
     use super::*;
     use crate::checks::Grade;
     use crate::checks::testkit::{Case, assert_grade, opts3};
+    use acp_vocab::note::FaultKind;
     use serde_json::json;
 
     fn base() -> Case {
@@ -219,14 +220,10 @@ mod tests {
     #[test]
     fn announced_fault_frames_are_not_validated() {
         let c = base();
-        c.note(json!({"type":"fault","kind":"invalid"}));
+        c.fault_next(FaultKind::Invalid, 1);
         c.update(json!({"sessionUpdate":"telepathy"}));
-        c.note(json!({"type":"fault","kind":"raw"}));
-        c.rec.record(
-            1,
-            acp_vocab::transcript::Direction::AgentToClient,
-            b"not json",
-        );
+        c.fault_next(FaultKind::Raw, 1);
+        c.a2c_raw(b"not json");
         c.select(json!(0), "once");
         assert_eq!(c.grade(&Schema).grade, Grade::Pass);
     }

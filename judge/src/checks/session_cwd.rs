@@ -18,7 +18,8 @@ use serde_json::Value;
 
 use super::{Check, Finding, Problems};
 use crate::record::CaseRecord;
-use crate::wire_model::{Control, Side, WireModel};
+use crate::wire_model::{Side, WireModel};
+use acp_vocab::control::Command;
 
 pub struct SessionCwd;
 
@@ -44,8 +45,8 @@ impl Check for SessionCwd {
         let mut any = false;
         for msg in &model.msgs {
             while let Some(c) = controls.next_if(|c| c.index < msg.index) {
-                if let Control::NewSession { cwd, .. } = c.control {
-                    commands.push_back((c.index, cwd));
+                if let Some(Command::NewSession { cwd, .. }) = c.command() {
+                    commands.push_back((c.index, cwd.as_str()));
                 }
             }
             let Some(method) = msg.method() else { continue };
@@ -62,13 +63,13 @@ impl Check for SessionCwd {
             match params.and_then(|p| p.get("cwd")).and_then(Value::as_str) {
                 None => problems.fail(
                     32,
-                    format!("{method} #{} has no string cwd (#32).", msg.index),
+                    format!("{method} #{} has no string cwd (R32).", msg.index),
                     &[msg.index],
                 ),
                 Some(cwd) if !Path::new(cwd).is_absolute() => problems.fail(
                     32,
                     format!(
-                        "{method} #{} has cwd \"{cwd}\", which is not an absolute path (#8, #32).",
+                        "{method} #{} has cwd \"{cwd}\", which is not an absolute path (R8, R32).",
                         msg.index
                     ),
                     &[msg.index],
@@ -79,7 +80,7 @@ impl Check for SessionCwd {
                             problems.fail(
                                 32,
                                 format!(
-                                    "{method} #{} opens the session in \"{cwd}\". Expected \"{want}\", the cwd of the new_session command #{command} (#32).",
+                                    "{method} #{} opens the session in \"{cwd}\". Expected \"{want}\", the cwd of the new_session command #{command} (R32).",
                                     msg.index
                                 ),
                                 &[command, msg.index],
@@ -98,7 +99,7 @@ impl Check for SessionCwd {
                         _ => problems.fail(
                             31,
                             format!(
-                                "{method} #{} lists additional directory {dir}, which is not an absolute path (#31).",
+                                "{method} #{} lists additional directory {dir}, which is not an absolute path (R31).",
                                 msg.index
                             ),
                             &[msg.index],
@@ -115,7 +116,7 @@ impl Check for SessionCwd {
                     problems.fail(
                         31,
                         format!(
-                            "{method} #{} sends additionalDirectories although the agent did not advertise sessionCapabilities.additionalDirectories (#31).",
+                            "{method} #{} sends additionalDirectories although the agent did not advertise sessionCapabilities.additionalDirectories (R31).",
                             msg.index
                         ),
                         &[msg.index],

@@ -9,7 +9,7 @@
 //! `session/cancel` for that session only and answers `cancelled` only that session's pending
 //! permission requests.
 //!
-//! Why: a `toolCallId` is unique only *within a session* (#56) — codex-acp names every
+//! Why: a `toolCallId` is unique only *within a session* (R56) — codex-acp names every
 //! unannounced MCP approval `elicitation-<server>` in every session — so a client must key tool
 //! calls by (sessionId, toolCallId) and approvals by request, never by one global slot
 //! (Nano-Collective/nanocoder#1080: "cancelling B cancels A's pending approval").
@@ -25,7 +25,9 @@ use serde_json::Value;
 
 use super::{Check, Finding, Problems};
 use crate::record::CaseRecord;
-use crate::wire_model::{Control, PermissionAnswer, PermissionRequest, Side, WireModel, id_key};
+use acp_vocab::control::Event;
+
+use crate::wire_model::{PermissionAnswer, PermissionRequest, Side, WireModel, id_key};
 
 pub struct SessionIsolation;
 
@@ -78,17 +80,13 @@ fn request_for_card<'m, 'a>(
 /// Approval cards and their resolutions appear in the session that asked.
 fn check_cards(model: &WireModel<'_>, problems: &mut Problems) {
     for c in &model.controls {
-        let (what, session_id, request_id) = match &c.control {
-            Control::Approval {
-                session_id,
-                request_id,
-                ..
-            } => ("approval", *session_id, *request_id),
-            Control::ApprovalResolved {
-                session_id,
-                request_id,
-                ..
-            } => ("approval_resolved", *session_id, *request_id),
+        let (what, session_id, request_id) = match c.event() {
+            Some(Event::Approval(card)) => ("approval", card.session_id.as_str(), &card.request_id),
+            Some(Event::ApprovalResolved(resolved)) => (
+                "approval_resolved",
+                resolved.session_id.as_str(),
+                &resolved.request_id,
+            ),
             _ => continue,
         };
         if let Err(request) = request_for_card(model, request_id, session_id, c.index) {
@@ -135,7 +133,7 @@ fn check_items(model: &WireModel<'_>, problems: &mut Problems) {
             problems.fail(
                 56,
                 format!(
-                    "the timeline item #{first} in session \"{session_id}\" shows tool call \"{tool_call_id}\", which the agent announced only in session \"{other}\" (#{frame}). Expected tool calls keyed by (sessionId, toolCallId) (#56)."
+                    "the timeline item #{first} in session \"{session_id}\" shows tool call \"{tool_call_id}\", which the agent announced only in session \"{other}\" (#{frame}). Expected tool calls keyed by (sessionId, toolCallId) (R56)."
                 ),
                 &[frame, first],
             );
@@ -146,7 +144,7 @@ fn check_items(model: &WireModel<'_>, problems: &mut Problems) {
 /// An item's status and title follow its own session's frames for that id: a change that shows
 /// what another session's frame for the same `toolCallId` said (and not what its own session
 /// said) was caused by that frame (pingdotgg/t3code#304: tool calls keyed by id alone).
-fn check_item_state(model: &WireModel<'_>, problems: &mut Problems) {
+fn check_item_state<'m>(model: &WireModel<'m>, problems: &mut Problems) {
     for ((session_id, tool_call_id), _) in model.items() {
         let others: Vec<&str> = model
             .session_ids
@@ -159,9 +157,13 @@ fn check_item_state(model: &WireModel<'_>, problems: &mut Problems) {
         }
         let mut previous: Option<(usize, Option<&str>, Option<&str>)> = None;
         for event in model.item_events(session_id, tool_call_id) {
-            let Control::Item { status, title, .. } = event.control else {
+            let Some(item) = event.item() else {
                 continue;
             };
+            // An empty field shows nothing to compare (transcripts recorded elsewhere may leave
+            // it out; the control schema requires both).
+            let shown_field = |s: &'m str| (!s.is_empty()).then_some(s);
+            let (status, title) = (shown_field(&item.status), shown_field(&item.title));
             let own = model.described_before(session_id, tool_call_id, event.index);
             let fields = [
                 ("status", status, previous.and_then(|p| p.1), own.status),
@@ -220,7 +222,7 @@ fn check_item_state(model: &WireModel<'_>, problems: &mut Problems) {
                     problems.fail(
                         56,
                         format!(
-                            "the timeline item #{} for tool call \"{tool_call_id}\" in session \"{session_id}\" shows {field} \"{shown}\", which session \"{other}\" sent for its own tool call of that id (#{frame}); session \"{session_id}\" said \"{own_value}\"{}. Expected each session's row to follow its own updates: tool calls keyed by (sessionId, toolCallId) (#56).",
+                            "the timeline item #{} for tool call \"{tool_call_id}\" in session \"{session_id}\" shows {field} \"{shown}\", which session \"{other}\" sent for its own tool call of that id (#{frame}); session \"{session_id}\" said \"{own_value}\"{}. Expected each session's row to follow its own updates: tool calls keyed by (sessionId, toolCallId) (R56).",
                             event.index,
                             own.last_frame.map_or(String::new(), |f| format!(" (#{f})"))
                         ),
@@ -298,7 +300,7 @@ fn check_cancels(model: &WireModel<'_>, problems: &mut Problems) {
                 problems.fail(
                     44,
                     format!(
-                        "request #{} of session \"{session_id}\" was answered cancelled (#{answer}) after the user cancelled session \"{}\" (#{}); nobody cancelled session \"{session_id}\". Expected it to stay pending for its own session's user (#43 applies to the cancelled session only).",
+                        "request #{} of session \"{session_id}\" was answered cancelled (#{answer}) after the user cancelled session \"{}\" (#{}); nobody cancelled session \"{session_id}\". Expected it to stay pending for its own session's user (R43 applies to the cancelled session only).",
                         request.index, cancel.session_id, cancel.index
                     ),
                     &[cancel.index, request.index, answer],

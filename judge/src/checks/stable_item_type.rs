@@ -7,7 +7,7 @@
 //!
 //! Grading: a change of `itemType` is `fail`, listing the types with their frame indices
 //! (`file_change #11 → command #16 → file_change #19`). Kind MAY change through a
-//! `tool_call_update` (#57), so when *every* change of the item type follows its own change of
+//! `tool_call_update` (R57), so when *every* change of the item type follows its own change of
 //! the tool call's effective kind on the wire (matched in order, each before the item event that
 //! shows it; `other` after a specific kind is no change, as in the effective tool call), or of the
 //! subject it implies (with kind `other`

@@ -29,7 +29,9 @@
 
 use super::{Check, Finding, Grade, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{Control, EffectiveToolCall, PermissionRequest, Subject, WireModel};
+use acp_vocab::control::{Approval, ApprovalResolved, Event, ResolvedBy};
+
+use crate::wire_model::{ControlMsg, EffectiveToolCall, PermissionRequest, WireModel};
 
 pub struct SubjectKind;
 
@@ -107,11 +109,11 @@ fn check_unshown(
 ) {
     let excused = request.resolutions.iter().any(|&i| {
         matches!(
-            model.control_at(i).map(|c| &c.control),
-            Some(Control::ApprovalResolved {
-                by: Some("policy" | "cancel"),
+            model.control_at(i).and_then(ControlMsg::event),
+            Some(Event::ApprovalResolved(ApprovalResolved {
+                by: Some(ResolvedBy::Policy | ResolvedBy::Cancel),
                 ..
-            })
+            }))
         )
     });
     if excused {
@@ -159,20 +161,21 @@ fn check_approval(
     approval: usize,
     problems: &mut Problems,
 ) {
-    let Some(Control::Approval {
+    let Some(Event::Approval(Approval {
         session_id,
         tool_call_id,
-        subject,
+        subject: shown,
         ..
-    }) = model.control_at(approval).map(|c| &c.control)
+    })) = model.control_at(approval).and_then(ControlMsg::event)
     else {
         return;
     };
+    let shown = *shown;
     let expected = effective.expected_subject();
     let mut frames = vec![request.index, approval];
     frames.extend(effective.kind_frame);
     if let (Some(shown), Some(asked)) = (tool_call_id, request.tool_call_id) {
-        if shown != &asked {
+        if shown != asked {
             problems.fail(
                 56,
                 format!(
@@ -183,16 +186,6 @@ fn check_approval(
             );
         }
     }
-    let Some(shown) = Subject::parse(subject) else {
-        problems.fail(
-            58,
-            format!(
-                "approval #{approval} shows subject \"{subject}\", which is not in the vocabulary (command, file_change, read, search, fetch, think, mode_switch, generic)."
-            ),
-            &frames,
-        );
-        return;
-    };
     let kind_source = match effective.kind_frame {
         Some(i) if i != request.index => format!(" (from #{i})"),
         Some(_) => " (from the request itself)".to_owned(),
@@ -406,9 +399,12 @@ mod tests {
         );
     }
 
+    /// A card whose subject is no word of the vocabulary is no valid `approval` event (the
+    /// harness ends a live run at such a line; a transcript recorded elsewhere may hold one):
+    /// the request counts as never shown.
     #[test]
-    fn unknown_subject_word_fails() {
+    fn a_card_with_an_unknown_subject_word_is_no_card() {
         let f = edit_case("edit", None).grade(&SubjectKind);
-        assert_grade(&f, Grade::Fail, "not in the vocabulary");
+        assert_grade(&f, Grade::Fail, "was never shown as an approval card");
     }
 }

@@ -1,8 +1,10 @@
 //! Hand-built cases for the checks' unit tests.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use acp_vocab::note::{FaultKind, Note};
 use acp_vocab::transcript::{Direction, Recorder};
 use serde_json::{Value, json};
 
@@ -20,6 +22,8 @@ pub struct Case {
     pub files_after: BTreeMap<PathBuf, Option<Vec<u8>>>,
     /// Symlinks in the case directory at the end (`CaseRecord::symlinks`).
     pub symlinks: BTreeMap<PathBuf, PathBuf>,
+    /// Set by [`Case::fault_next`]: the fault and how many more agent frames carry it.
+    faulted: Cell<Option<(FaultKind, usize)>>,
 }
 
 impl Default for Case {
@@ -36,6 +40,7 @@ impl Case {
             end: RunEnd::Completed,
             files_after: BTreeMap::new(),
             symlinks: BTreeMap::new(),
+            faulted: Cell::new(None),
         }
     }
 
@@ -51,8 +56,30 @@ impl Case {
     }
 
     pub fn a2c(&self, v: Value) -> usize {
-        self.rec
-            .record(1, Direction::AgentToClient, v.to_string().as_bytes())
+        self.a2c_raw(v.to_string().as_bytes())
+    }
+
+    /// An agent frame as bytes; marked with a fault while [`Case::fault_next`] says so.
+    pub fn a2c_raw(&self, raw: &[u8]) -> usize {
+        match self.faulted.get() {
+            Some((kind, n)) => {
+                self.faulted.set((n > 1).then_some((kind, n - 1)));
+                self.rec
+                    .record_fault(1, Direction::AgentToClient, raw, kind)
+            }
+            None => self.rec.record(1, Direction::AgentToClient, raw),
+        }
+    }
+
+    /// The next `frames` agent frames are ones the harness broke on purpose: recorded as the
+    /// engine records a `fault` step (its note, then each frame marked with the fault).
+    pub fn fault_next(&self, kind: FaultKind, frames: usize) {
+        self.rec.note(&Note::Fault {
+            kind,
+            step: Some("1".into()),
+            conn: None,
+        });
+        self.faulted.set((frames > 0).then_some((kind, frames)));
     }
 
     pub fn c2a_raw(&self, raw: &[u8]) -> usize {
@@ -71,8 +98,8 @@ impl Case {
             .record(0, Direction::HarnessToAdapter, v.to_string().as_bytes())
     }
 
-    pub fn note(&self, v: Value) -> usize {
-        self.rec.note(v)
+    pub fn note(&self, note: Note) -> usize {
+        self.rec.note(note)
     }
 
     /// initialize + session/new (id 1, 2) answered with session `SID`, with the control plane's

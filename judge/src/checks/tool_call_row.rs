@@ -25,7 +25,7 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{Control, Subject, WireModel};
+use crate::wire_model::WireModel;
 
 pub struct ToolCallRow;
 
@@ -86,29 +86,19 @@ impl Check for ToolCallRow {
                 }
                 continue;
             };
-            let Control::Item { item_type, .. } = last.control else {
+            let Some(item) = last.item() else {
                 continue;
             };
+            let shown = item.item_type;
             let call = model.described_before(sid, tcid, last.index);
             let expected = call.expected_subject();
-            let Some(shown) = Subject::parse(item_type) else {
-                problems.fail(
-                    56,
-                    format!(
-                        "the timeline item #{} for tool call \"{tcid}\" (session \"{sid}\") has type \"{item_type}\", which is not in the vocabulary.",
-                        last.index
-                    ),
-                    &[first, last.index],
-                );
-                continue;
-            };
             if shown == expected.subject {
                 continue;
             }
             let mut frames = vec![first, last.index];
             frames.extend(call.kind_frame);
             let message = format!(
-                "the timeline item #{} for tool call \"{tcid}\" (session \"{sid}\", announced at #{first}) is \"{item_type}\". Expected \"{}\": {}.",
+                "the timeline item #{} for tool call \"{tcid}\" (session \"{sid}\", announced at #{first}) is \"{shown}\". Expected \"{}\": {}.",
                 last.index,
                 expected.subject.as_str(),
                 expected.reason

@@ -33,7 +33,9 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{Control, PermissionAnswer, Side, WireModel, WireMsg, note_of};
+use acp_vocab::control::{Command, Event, Turn};
+
+use crate::wire_model::{PermissionAnswer, Side, WireModel, WireMsg, note_of};
 use acp_vocab::note::Note;
 
 pub struct TurnEnd;
@@ -65,7 +67,7 @@ impl Check for TurnEnd {
         let shutdown = model
             .controls
             .iter()
-            .find(|c| matches!(c.control, Control::Shutdown { .. }))
+            .find(|c| matches!(c.command(), Some(Command::Shutdown { .. })))
             .map(|c| c.index);
         let settle_note = model
             .notes
@@ -104,10 +106,10 @@ impl Check for TurnEnd {
                 .controls_from(prompt.index + 1)
                 .iter()
                 .take_while(|c| c.index < bound)
-                .filter_map(|c| match c.control {
-                    Control::Turn {
+                .filter_map(|c| match c.event() {
+                    Some(Event::Turn(Turn {
                         session_id, state, ..
-                    } if session_id == sid && state != "running" => Some((c.index, state)),
+                    })) if session_id == sid && state.is_end() => Some((c.index, state.as_str())),
                     _ => None,
                 })
                 .collect();
@@ -221,8 +223,8 @@ fn next_prompt(model: &WireModel<'_>, sid: &str, after: usize) -> usize {
         .controls_from(after + 1)
         .iter()
         .take_while(|c| c.index < wire)
-        .find(|c| match c.control {
-            Control::Prompt { session, .. } => {
+        .find(|c| match c.command() {
+            Some(Command::Prompt { session, .. }) => {
                 model.session_for_handle(session, c.index) == Some(sid)
             }
             _ => false,
@@ -273,7 +275,7 @@ mod tests {
         c.prompt();
         turn(&c, "running");
         let r = c.prompt_result("end_turn");
-        let n = c.note(json!({"type":"settle_timeout","waited_ms":5000}));
+        let n = c.note(Note::SettleTimeout { waited_ms: 5000 });
         shutdown(&c);
         let f = c.grade(&TurnEnd);
         assert_grade(&f, Grade::Fail, "never reported that the turn ended");

@@ -2,86 +2,17 @@
 //! adapter (or an observer) reported, parsed leniently (harness/CONTROL.md), and the queries over
 //! them.
 
+use acp_vocab::control::{Command, Event, Item, Message};
 use acp_vocab::note::Note;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::WireModel;
 
-/// One option button of an approval card.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PresentedOption<'a> {
-    pub option_id: &'a str,
-    pub label: &'a str,
-}
-
-/// A control-plane command (harness → adapter) or event (adapter → harness), parsed leniently:
-/// a message without the fields its type needs is [`Control::Malformed`].
-#[derive(Debug, Clone, PartialEq)]
-pub enum Control<'a> {
-    NewSession {
-        seq: Option<u64>,
-        session: &'a str,
-        cwd: &'a str,
-    },
-    Prompt {
-        seq: Option<u64>,
-        session: &'a str,
-    },
-    Choose {
-        seq: Option<u64>,
-        request_id: &'a Value,
-        option_id: &'a str,
-    },
-    Cancel {
-        seq: Option<u64>,
-        session: &'a str,
-    },
-    Shutdown {
-        seq: Option<u64>,
-    },
-    Hello,
-    SessionOpened {
-        session: &'a str,
-        session_id: &'a str,
-    },
-    Item {
-        session_id: &'a str,
-        tool_call_id: &'a str,
-        item_type: &'a str,
-        status: Option<&'a str>,
-        title: Option<&'a str>,
-    },
-    Approval {
-        session_id: &'a str,
-        request_id: &'a Value,
-        tool_call_id: Option<&'a str>,
-        subject: &'a str,
-        /// The card's buttons; `None` when they were not seen (an observed card: the schema
-        /// lets only observed events leave `options` out).
-        options: Option<Vec<PresentedOption<'a>>>,
-    },
-    ApprovalResolved {
-        session_id: &'a str,
-        request_id: &'a Value,
-        outcome: &'a str,
-        option_id: Option<&'a str>,
-        by: Option<&'a str>,
-    },
-    Turn {
-        session_id: &'a str,
-        state: &'a str,
-        stop_reason: Option<&'a str>,
-    },
-    Error {
-        seq: Option<u64>,
-        message: &'a str,
-    },
-    /// A type this model does not know, or a known type missing a field.
-    Malformed,
-}
-
-/// A control message with its transcript index.
+/// A control message with its transcript index. The message itself is the vocabulary's
+/// ([`acp_vocab::control`]), parsed once by the entry ([`Entry::control`]) and borrowed from it.
+///
+/// [`Entry::control`]: acp_vocab::transcript::Entry::control
 #[derive(Debug, Clone)]
 pub struct ControlMsg<'a> {
     pub index: usize,
@@ -90,93 +21,35 @@ pub struct ControlMsg<'a> {
     /// True for an event a client profile's observer derived (direction `o2h`), not one an
     /// adapter reported.
     pub observed: bool,
-    pub control: Control<'a>,
+    /// `None` for a line that is no valid message of its direction (a transcript recorded
+    /// elsewhere; the harness itself ends a run at the first invalid control line).
+    pub message: Option<&'a Message>,
 }
 
-pub(super) fn parse_control(json: &Value) -> Control<'_> {
-    let s = |k: &str| json.get(k).and_then(Value::as_str);
-    let seq = json.get("seq").and_then(Value::as_u64);
-    let parsed = match s("type") {
-        Some("new_session") => (|| {
-            Some(Control::NewSession {
-                seq,
-                session: s("session")?,
-                cwd: s("cwd")?,
-            })
-        })(),
-        Some("prompt") => s("session").map(|session| Control::Prompt { seq, session }),
-        Some("choose") => (|| {
-            Some(Control::Choose {
-                seq,
-                request_id: json.get("requestId")?,
-                option_id: s("optionId")?,
-            })
-        })(),
-        Some("cancel") => s("session").map(|session| Control::Cancel { seq, session }),
-        Some("shutdown") => Some(Control::Shutdown { seq }),
-        Some("hello") => Some(Control::Hello),
-        Some("session_opened") => (|| {
-            Some(Control::SessionOpened {
-                session: s("session")?,
-                session_id: s("sessionId")?,
-            })
-        })(),
-        Some("item") => (|| {
-            Some(Control::Item {
-                session_id: s("sessionId")?,
-                tool_call_id: s("toolCallId")?,
-                item_type: s("itemType")?,
-                status: s("status"),
-                title: s("title"),
-            })
-        })(),
-        Some("approval") => (|| {
-            let options = match json.get("options") {
-                None => None,
-                Some(options) => Some(
-                    options
-                        .as_array()?
-                        .iter()
-                        .map(|o| {
-                            Some(PresentedOption {
-                                option_id: o.get("optionId")?.as_str()?,
-                                label: o.get("label").and_then(Value::as_str).unwrap_or(""),
-                            })
-                        })
-                        .collect::<Option<Vec<_>>>()?,
-                ),
-            };
-            Some(Control::Approval {
-                session_id: s("sessionId")?,
-                request_id: json.get("requestId")?,
-                tool_call_id: s("toolCallId"),
-                subject: s("subject")?,
-                options,
-            })
-        })(),
-        Some("approval_resolved") => (|| {
-            Some(Control::ApprovalResolved {
-                session_id: s("sessionId")?,
-                request_id: json.get("requestId")?,
-                outcome: s("outcome")?,
-                option_id: s("optionId"),
-                by: s("by"),
-            })
-        })(),
-        Some("turn") => (|| {
-            Some(Control::Turn {
-                session_id: s("sessionId")?,
-                state: s("state")?,
-                stop_reason: s("stopReason"),
-            })
-        })(),
-        Some("error") => Some(Control::Error {
-            seq,
-            message: s("message").unwrap_or(""),
-        }),
-        _ => None,
-    };
-    parsed.unwrap_or(Control::Malformed)
+impl<'a> ControlMsg<'a> {
+    /// The event, for an adapter's or observer's message.
+    pub fn event(&self) -> Option<&'a Event> {
+        match self.message? {
+            Message::Event(event) => Some(event),
+            Message::Command(_) => None,
+        }
+    }
+
+    /// The `item` event, if this is one.
+    pub fn item(&self) -> Option<&'a Item> {
+        match self.event()? {
+            Event::Item(item) => Some(item),
+            _ => None,
+        }
+    }
+
+    /// The command, for a harness → adapter message.
+    pub fn command(&self) -> Option<&'a Command> {
+        match self.message? {
+            Message::Command(command) => Some(command),
+            Message::Event(_) => None,
+        }
+    }
 }
 
 /// A user cancel: a control `cancel` command, or a `{"type":"user_cancel","sessionId":…}` note
@@ -217,12 +90,12 @@ impl<'a> WireModel<'a> {
         let mut out = Vec::new();
         let mut controls = self.controls.iter().peekable();
         let push_control = |c: &ControlMsg<'a>, out: &mut Vec<UserCancel<'a>>| {
-            if let Control::Cancel { seq, session } = c.control {
+            if let Some(Command::Cancel { seq, session }) = c.command() {
                 out.push(UserCancel {
                     index: c.index,
                     session_id: self.session_for_handle(session, c.index),
                     handle: Some(session),
-                    seq,
+                    seq: Some(*seq),
                 });
             }
         };
@@ -254,9 +127,9 @@ impl<'a> WireModel<'a> {
 
     fn item_list(&self, list: &[usize]) -> Vec<(usize, &'a str)> {
         list.iter()
-            .filter_map(|&p| match self.controls[p].control {
-                Control::Item { item_type, .. } => Some((self.controls[p].index, item_type)),
-                _ => None,
+            .filter_map(|&p| {
+                let item = self.controls[p].item()?;
+                Some((self.controls[p].index, item.item_type.as_str()))
             })
             .collect()
     }
@@ -271,10 +144,8 @@ impl<'a> WireModel<'a> {
         let list = self.items.get(&(session_id, tool_call_id))?;
         let n = list.partition_point(|&p| self.controls[p].index < at);
         let p = *list.get(n.checked_sub(1)?)?;
-        match self.controls[p].control {
-            Control::Item { item_type, .. } => Some((self.controls[p].index, item_type)),
-            _ => None,
-        }
+        let item = self.controls[p].item()?;
+        Some((self.controls[p].index, item.item_type.as_str()))
     }
 
     /// `item` events of one (sessionId, toolCallId), in order.

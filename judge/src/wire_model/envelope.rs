@@ -72,7 +72,7 @@ pub struct WireMsg<'a> {
     pub from: Side,
     pub entry: &'a Entry,
     pub kind: MsgKind<'a>,
-    /// Set for an agent frame announced by a harness `{"type":"fault","kind":…}` note.
+    /// Set for an agent frame the harness broke on purpose (`Entry::fault`, after a `fault` note).
     pub fault: Option<&'a str>,
 }
 
@@ -170,7 +170,7 @@ pub fn classify(entry: &Entry) -> MsgKind<'_> {
         reason: reason.to_owned(),
     };
     if entry.invalid_utf8 {
-        return invalid("not valid UTF-8 (rule #1)");
+        return invalid("not valid UTF-8 (R1)");
     }
     let Some(json) = entry.json.as_ref() else {
         return invalid("not JSON");

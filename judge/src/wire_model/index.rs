@@ -4,24 +4,16 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use acp_vocab::note::{FaultKind, Note};
+use acp_vocab::control::{Command, Event, Message};
+use acp_vocab::note::FaultKind;
 use acp_vocab::transcript::{Direction, Entry};
-use serde::Deserialize;
 use serde_json::Value;
 
-use super::control::parse_control;
 use super::permissions::pick;
 use super::{
-    Control, ControlMsg, EffectiveToolCall, MsgKind, OfferedOption, PermissionRequest, Side,
-    WireModel, WireMsg, classify, id_key,
+    ControlMsg, EffectiveToolCall, MsgKind, OfferedOption, PermissionRequest, Side, WireModel,
+    WireMsg, classify, id_key,
 };
-
-/// A harness `{"type":"fault"}` note waiting for the agent frames it announces.
-struct PendingFault<'a> {
-    kind: &'a str,
-    conn: Option<u32>,
-    remaining: usize,
-}
 
 /// (conn, requester side) → id key → …
 type ById<T> = HashMap<(u32, Side), HashMap<String, T>>;
@@ -33,11 +25,6 @@ struct Builder<'a> {
     open: ById<VecDeque<usize>>,
     /// The last request position per id: a response to an id already answered pairs with it.
     last: ById<usize>,
-    faults: Vec<PendingFault<'a>>,
-    /// The transcript marks the frames a fault altered (`Entry::fault`, written by the engine):
-    /// they are read from there. Only a transcript without marks (older, or built by hand) has
-    /// its `fault` notes counted forward onto the next agent frames.
-    marked: bool,
     seen_session: HashSet<&'a str>,
     /// (session, request id key) → permission positions, for control matching.
     perm_by_sid: HashMap<(&'a str, String), Vec<usize>>,
@@ -91,8 +78,6 @@ impl<'a> Builder<'a> {
             },
             open: HashMap::new(),
             last: HashMap::new(),
-            faults: Vec::new(),
-            marked: entries.iter().any(|e| e.fault.is_some()),
             seen_session: HashSet::new(),
             perm_by_sid: HashMap::new(),
             perm_by_id: HashMap::new(),
@@ -106,78 +91,55 @@ impl<'a> Builder<'a> {
         }
     }
 
-    /// A harness note; a `fault` note marks the agent frames that follow it.
+    /// A harness note.
     fn note(&mut self, entry: &'a Entry) {
-        let Some(json) = entry.json.as_ref() else {
-            return;
-        };
-        self.m.notes.push((entry.index, json));
-        if self.marked {
-            return;
-        }
-        if let Ok(Note::Fault { kind, conn, .. }) = Note::deserialize(json) {
-            self.faults.push(PendingFault {
-                kind: kind.as_str(),
-                conn,
-                remaining: if kind == FaultKind::Duplicate { 2 } else { 1 },
-            });
+        if let Some(json) = entry.json.as_ref() {
+            self.m.notes.push((entry.index, json));
         }
     }
 
     /// A control command or event: indexed by handle, tool call, or the permission request it
     /// is about.
     fn control(&mut self, entry: &'a Entry) {
-        let Some(json) = entry.json.as_ref() else {
+        if entry.json.is_none() {
             return;
-        };
+        }
         let index = entry.index;
-        let control = parse_control(json);
+        let message = entry.control();
         let m = &mut self.m;
         let pos = m.controls.len();
-        match &control {
-            Control::SessionOpened {
+        match message {
+            Some(Message::Event(Event::SessionOpened {
                 session,
                 session_id,
-            } => {
+            })) => {
                 m.handles
                     .entry(session)
                     .or_default()
                     .push((index, session_id));
             }
-            Control::Item {
-                session_id,
-                tool_call_id,
-                ..
-            } => m
+            Some(Message::Event(Event::Item(item))) => m
                 .items
-                .entry((session_id, tool_call_id))
+                .entry((&item.session_id, &item.tool_call_id))
                 .or_default()
                 .push(pos),
-            Control::Approval {
-                session_id,
-                request_id,
-                ..
-            } => {
-                let key = (*session_id, id_key(request_id));
+            Some(Message::Event(Event::Approval(card))) => {
+                let key = (card.session_id.as_str(), id_key(&card.request_id));
                 if let Some(p) = pick(&m.permissions, self.perm_by_sid.get(&key), |p| {
                     p.approvals.is_empty()
                 }) {
                     m.permissions[p].approvals.push(index);
                 }
             }
-            Control::ApprovalResolved {
-                session_id,
-                request_id,
-                ..
-            } => {
-                let key = (*session_id, id_key(request_id));
+            Some(Message::Event(Event::ApprovalResolved(resolved))) => {
+                let key = (resolved.session_id.as_str(), id_key(&resolved.request_id));
                 if let Some(p) = pick(&m.permissions, self.perm_by_sid.get(&key), |p| {
                     p.resolutions.is_empty()
                 }) {
                     m.permissions[p].resolutions.push(index);
                 }
             }
-            Control::Choose { request_id, .. } => {
+            Some(Message::Command(Command::Choose { request_id, .. })) => {
                 // The card the user clicked: the latest request with that id whose
                 // approval was shown, else the latest request with that id.
                 let candidates = self.perm_by_id.get(&id_key(request_id));
@@ -191,22 +153,8 @@ impl<'a> Builder<'a> {
             index,
             command: entry.direction == Direction::HarnessToAdapter,
             observed: entry.direction == Direction::ObserverToHarness,
-            control,
+            message,
         });
-    }
-
-    /// The fault announced for the next agent frame on `conn`, if any (consumes it).
-    fn take_fault(&mut self, conn: u32) -> Option<&'a str> {
-        let pos = self
-            .faults
-            .iter()
-            .position(|f| f.conn.is_none_or(|c| c == conn))?;
-        let kind = self.faults[pos].kind;
-        self.faults[pos].remaining -= 1;
-        if self.faults[pos].remaining == 0 {
-            self.faults.remove(pos);
-        }
-        Some(kind)
     }
 
     /// A wire frame: classified, then indexed by what it is.
@@ -216,13 +164,8 @@ impl<'a> Builder<'a> {
         } else {
             Side::Agent
         };
-        let fault = if from == Side::Agent && self.marked {
-            entry.fault.map(FaultKind::as_str)
-        } else if from == Side::Agent {
-            self.take_fault(entry.conn)
-        } else {
-            None
-        };
+        // The engine marks every frame it broke on purpose (`Entry::fault`).
+        let fault = entry.fault.map(FaultKind::as_str);
         let pos = self.m.msgs.len();
         self.m.msg_pos.insert(entry.index, pos);
         self.m.answers.push(Vec::new());
@@ -454,6 +397,7 @@ impl<'a> Builder<'a> {
 mod tests {
     use super::*;
     use crate::wire_model::test_support::*;
+    use acp_vocab::note::Note;
     use acp_vocab::transcript::{Direction, Recorder};
     use serde_json::json;
 
@@ -527,25 +471,31 @@ mod tests {
     }
 
     #[test]
-    fn fault_notes_mark_following_agent_frames() {
+    fn faults_are_read_off_the_frames_they_mark() {
         let rec = Recorder::new();
-        rec.note(json!({"type":"fault","kind":"duplicate"}));
-        c2a(
-            &rec,
-            json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}),
-        );
-        let a = a2c(&rec, json!({"jsonrpc":"2.0","method":"x"}));
-        let b = a2c(&rec, json!({"jsonrpc":"2.0","method":"x"}));
+        // A fault note alone marks nothing: the frame carries its fault.
+        rec.note(&Note::Fault {
+            kind: FaultKind::Duplicate,
+            step: None,
+            conn: None,
+        });
+        let frame = json!({"jsonrpc":"2.0","method":"x"}).to_string();
+        let dup = |rec: &Recorder| {
+            rec.record_fault(
+                1,
+                Direction::AgentToClient,
+                frame.as_bytes(),
+                FaultKind::Duplicate,
+            )
+        };
+        let (a, b) = (dup(&rec), dup(&rec));
         let c = a2c(&rec, json!({"jsonrpc":"2.0","method":"x"}));
-        rec.note(json!({"type":"fault","kind":"raw","conn":2}));
-        let d = a2c(&rec, json!({"jsonrpc":"2.0","method":"x"}));
-        let e = rec.record(2, Direction::AgentToClient, b"garbage");
+        let e = rec.record_fault(2, Direction::AgentToClient, b"garbage", FaultKind::Raw);
         let entries = rec.snapshot();
         let m = WireModel::new(&entries);
         assert_eq!(m.fault_at(a), Some("duplicate"));
         assert_eq!(m.fault_at(b), Some("duplicate"));
         assert_eq!(m.fault_at(c), None);
-        assert_eq!(m.fault_at(d), None, "fault note for conn 2 only");
         assert_eq!(m.fault_at(e), Some("raw"));
     }
 

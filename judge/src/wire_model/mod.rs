@@ -23,7 +23,7 @@ mod permissions;
 mod sessions;
 mod tool_calls;
 
-pub use control::{Control, ControlMsg, PresentedOption, UserCancel};
+pub use control::{ControlMsg, UserCancel};
 pub use envelope::{
     MsgKind, ResponseBody, Side, WireMsg, classify, describe_id, id_key, json_type,
 };

@@ -133,8 +133,8 @@ pub(super) fn pick(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire_model::Control;
     use crate::wire_model::test_support::*;
+    use acp_vocab::control::{Approval, Event};
     use acp_vocab::transcript::{Direction, Recorder};
     use serde_json::json;
 
@@ -177,8 +177,8 @@ mod tests {
             PermissionAnswer::Selected("rej")
         );
         assert!(matches!(
-            m.control_at(approval).map(|c| &c.control),
-            Some(Control::Approval { options: Some(options), .. }) if options.len() == 2
+            m.control_at(approval).and_then(|c| c.event()),
+            Some(Event::Approval(Approval { options: Some(options), .. })) if options.len() == 2
         ));
     }
 }

@@ -68,6 +68,7 @@ impl<'a> WireModel<'a> {
 mod tests {
     use super::*;
     use crate::wire_model::test_support::*;
+    use acp_vocab::note::Note;
     use acp_vocab::transcript::{Direction, Recorder};
     use serde_json::json;
 
@@ -96,7 +97,10 @@ mod tests {
             Direction::HarnessToAdapter,
             br#"{"type":"cancel","seq":2,"session":"s1"}"#,
         );
-        let note = rec.note(json!({"type":"user_cancel","sessionId":"ses_B"}));
+        let note = rec.note(&Note::UserCancel {
+            session_id: "ses_B".into(),
+            by: None,
+        });
         let entries = rec.snapshot();
         let m = WireModel::new(&entries);
         assert_eq!(m.session_ids, vec!["ses_A"]);

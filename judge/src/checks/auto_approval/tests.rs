@@ -13,7 +13,7 @@ fn read_only() -> Value {
 fn wire_case(policy: Option<Value>, announced: Value) -> Case {
     let c = Case::wire_only();
     if let Some(p) = policy {
-        c.note(p);
+        c.note(serde_json::from_value(p).expect("a declared_policy note"));
     }
     c.handshake();
     c.prompt();
