@@ -126,6 +126,16 @@ pub enum UserAction {
     CloseSession {
         session: String,
     },
+    // ---- modes and config options ----
+    SetMode {
+        session: String,
+        mode_id: String,
+    },
+    SetConfigOption {
+        session: String,
+        config_id: String,
+        value: String,
+    },
 }
 
 /// Carries out user actions (the control plane, or instructions printed for a person).

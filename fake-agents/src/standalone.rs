@@ -112,6 +112,11 @@ pub fn instruction(action: &UserAction) -> String {
         }
         UserAction::ListSessions { .. } => "open the list of earlier sessions".to_owned(),
         UserAction::CloseSession { .. } => "close the session".to_owned(),
+        // modes and config options
+        UserAction::SetMode { mode_id, .. } => format!("switch the session to mode {mode_id:?}"),
+        UserAction::SetConfigOption {
+            config_id, value, ..
+        } => format!("set the session's option {config_id:?} to {value:?}"),
     }
 }
 

@@ -58,6 +58,9 @@ struct State {
     /// every prompt's turn has ended.
     prompts_sent: usize,
     turns_ended: usize,
+    /// `new_session` commands sent (handle, seq): the client has shown each opened when the
+    /// handle has a session id, or refused when an `error` names the seq.
+    opens_sent: Vec<(String, u64)>,
     eof: bool,
 }
 
@@ -202,9 +205,16 @@ impl ControlPlane {
             // Our own bug: say so rather than sending nonsense.
             return Err(format!("harness built an invalid control command: {e}"));
         }
-        if matches!(command, Command::Prompt { .. }) {
-            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            state.prompts_sent += 1;
+        match &command {
+            Command::Prompt { .. } => {
+                let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                state.prompts_sent += 1;
+            }
+            Command::NewSession { session, .. } => {
+                let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                state.opens_sent.push((session.clone(), seq));
+            }
+            _ => {}
         }
         let line = command.to_line();
         self.rec.command(&command);
@@ -243,6 +253,23 @@ impl ControlPlane {
     pub async fn settle(&self, timeout: Duration) -> bool {
         self.wait_for(timeout, "the end of every turn", |s| {
             (s.turns_ended >= s.prompts_sent).then_some(())
+        })
+        .await
+        .is_ok()
+    }
+
+    /// Waits (bounded) until the client has shown every session it was asked to open as opened
+    /// or refused, so that what it shows with the opening (the mode and config values the agent
+    /// answered with) is read before the harness says `shutdown`: a scenario may end with the
+    /// agent's `session/new` answer. True if every opening was shown in time.
+    pub async fn settle_sessions(&self, timeout: Duration) -> bool {
+        self.wait_for(timeout, "every session opened or refused", |s| {
+            s.opens_sent
+                .iter()
+                .all(|(handle, seq)| {
+                    Self::session_id(s, handle).is_some() || Self::error_for(s, *seq).is_some()
+                })
+                .then_some(())
         })
         .await
         .is_ok()
@@ -454,6 +481,35 @@ impl UserDriver for ControlPlane {
                 })
                 .await
             }
+            // ---- modes and config options ----
+            // Like a prompt: the command goes out once the session is open, and what the client
+            // then shows (`mode`, `config_option`) is for the session-mode check to judge, not a
+            // condition of the run: a mode the agent refuses must stay unshown.
+            UserAction::SetMode { session, mode_id } => {
+                self.session_opened(&session, timeout).await?;
+                self.send(Command::SetMode {
+                    seq: 0,
+                    session,
+                    mode_id,
+                })
+                .await?;
+                Ok(())
+            }
+            UserAction::SetConfigOption {
+                session,
+                config_id,
+                value,
+            } => {
+                self.session_opened(&session, timeout).await?;
+                self.send(Command::SetConfigOption {
+                    seq: 0,
+                    session,
+                    config_id,
+                    value,
+                })
+                .await?;
+                Ok(())
+            }
         }
     }
 }
@@ -563,8 +619,9 @@ fn apply_event(st: &mut State, event: Event, index: usize) {
         Event::SessionsListed { seq, .. } => st.listed.push(seq),
         Event::SessionClosed { session, .. } => st.closed.push(session),
         Event::Turn(t) if t.state.is_end() => st.turns_ended += 1,
-        // item and running turns are only recorded: the checks read them from the transcript.
-        Event::Item(_) | Event::Turn(_) => {}
+        // item, running turns, modes and config values are only recorded: the checks read them
+        // from the transcript.
+        Event::Item(_) | Event::Turn(_) | Event::Mode(_) | Event::ConfigOption(_) => {}
     }
 }
 

@@ -276,21 +276,17 @@ async fn run_case_inner(
                 Err(HandshakeError::NoHello(reason)) => RunEnd::Incomplete { step: 0, reason },
                 Ok(supports) => {
                     record.control_supports = supports;
-                    // Session lifecycle: an adapter that cannot reopen, list or close sessions
-                    // cannot play a scenario that asks it to; nothing of it is judged.
-                    let missing = case
-                        .scenario
-                        .lifecycle_commands()
-                        .into_iter()
-                        .find(|c| !record.control_supports.iter().any(|s| s == c));
+                    // An adapter that cannot do a user step of the scenario (reopen, list or
+                    // close a session, switch a mode …) cannot play it; nothing of it is judged.
+                    let missing = unsupported_commands(case, &record.control_supports);
                     let run = engine::run(case, &engine_cfg, &mut connector, &mut plane, rec);
                     match missing {
-                        Some(command) => RunEnd::NotApplicable {
-                            reason: format!(
-                                "the client's adapter does not support `{command}` (hello.supports), so the user cannot ask it to {}",
-                                crate::wire_only::lifecycle_words(command)
-                            ),
-                        },
+                        Some(reason) => {
+                            rec.note(&Note::NotApplicable {
+                                reason: reason.clone(),
+                            });
+                            RunEnd::NotApplicable { reason }
+                        }
                         None => match tokio::time::timeout_at(deadline, run).await {
                             Ok(outcome) => {
                                 keep_alive = outcome.keep_alive;
@@ -541,4 +537,24 @@ pub async fn run_cases(
         }
     }
     results
+}
+
+/// Why the client's adapter cannot play `case`: the first user step whose command its `hello`
+/// does not list in `supports`.
+fn unsupported_commands(case: &Case, supports: &[String]) -> Option<String> {
+    let missing = case
+        .scenario
+        .commands_beyond_basic()
+        .into_iter()
+        .find(|c| !supports.iter().any(|s| s == c.as_str()))?;
+    Some(format!(
+        "the client's adapter does not support `{}` (hello.supports: {}), so the user cannot ask it to {}",
+        missing.as_str(),
+        if supports.is_empty() {
+            "none".to_owned()
+        } else {
+            supports.join(", ")
+        },
+        missing.user_words()
+    ))
 }

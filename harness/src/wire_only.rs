@@ -27,16 +27,6 @@ use crate::observe::{ObserverHandle, UserAct};
 use crate::pty::Master;
 
 /// Whether `spec` (a client without an adapter) can play `case`; `Err` says why not.
-/// What the user asks for with a session-lifecycle command, in words.
-pub fn lifecycle_words(command: &str) -> &'static str {
-    match command {
-        "load_session" => "reopen an earlier session with its history",
-        "resume_session" => "resume an earlier session",
-        "list_sessions" => "list earlier sessions",
-        _ => "close a session",
-    }
-}
-
 pub fn playable(case: &Case, spec: &ClientSpec) -> Result<(), String> {
     let scenario = &case.scenario;
     let asks = spec.wire.policy.as_ref().is_some_and(|p| p.prompts);
@@ -55,12 +45,14 @@ pub fn playable(case: &Case, spec: &ClientSpec) -> Result<(), String> {
             ));
         }
     }
-    // A client launched with one prompt cannot be asked to reopen, list or close a session.
-    if let Some(command) = scenario.lifecycle_commands().first() {
+    // A client launched with one prompt cannot be asked to reopen, list or close a session, nor
+    // to switch its mode or change a config option.
+    if let Some(command) = scenario.commands_beyond_basic().first() {
         return Err(format!(
-            "{} has no control-plane adapter, so the user cannot ask it to {} (`user = \"{command}\"`): it is launched with one prompt",
+            "{} has no control-plane adapter, so the user cannot ask it to {} (`user = \"{}\"`): it is launched with one prompt",
             spec.name,
-            lifecycle_words(command)
+            command.user_words(),
+            command.as_str()
         ));
     }
     let (mut prompts, mut sessions, mut cancels, mut pending_cancels) = (0, 0, 0, 0);
@@ -139,11 +131,16 @@ impl UserDriver for WireOnlyUser {
     async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), String> {
         match action {
             UserAction::NewSession { .. } | UserAction::Prompt { .. } => Ok(()),
-            // Never reached: `playable` refuses scenarios with session-lifecycle steps.
+            // Never reached: `playable` refuses a scenario with any of these before the client
+            // starts (a client launched with one prompt has no way to be asked).
             UserAction::LoadSession { .. }
             | UserAction::ResumeSession { .. }
             | UserAction::ListSessions { .. }
-            | UserAction::CloseSession { .. } => Ok(()),
+            | UserAction::CloseSession { .. }
+            | UserAction::SetMode { .. }
+            | UserAction::SetConfigOption { .. } => {
+                Err("a client without a control-plane adapter cannot be asked to do this".into())
+            }
             UserAction::Choose {
                 request_id,
                 option_id,

@@ -88,6 +88,12 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("ignore-extension-request", &["jsonrpc", "unknown-messages"]),
     ("cancel-as-request", &["cancel-stop", "jsonrpc", "schema"]),
     ("ignore-cancel-request", &["jsonrpc"]),
+    // modes, config options and authentication
+    ("unoffered-mode", &["session-mode"]),
+    ("optimistic-mode-switch", &["session-mode"]),
+    ("mode-only-from-update", &["session-mode"]),
+    ("ignore-mode-update", &["session-mode"]),
+    ("retry-without-authenticate", &["authenticate"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

@@ -74,6 +74,24 @@ pub enum Command {
     /// Close the session (`session/close`; the adapter answers `session_closed`).
     CloseSession { seq: u64, session: String },
     // ----- end of session lifecycle ------------------------------------------------------------
+    // ---- modes and config options (CONTROL.md "Modes and config options") ----
+    /// Pick mode `mode_id` in the session's mode selector (the client sends `session/set_mode`
+    /// only for a mode the agent offered).
+    SetMode {
+        seq: u64,
+        session: String,
+        #[serde(rename = "modeId")]
+        mode_id: String,
+    },
+    /// Pick `value` for config option `config_id` (`session/set_config_option`).
+    SetConfigOption {
+        seq: u64,
+        session: String,
+        #[serde(rename = "configId")]
+        config_id: String,
+        value: String,
+    },
+    // ---- end of modes and config options ----
     /// Quit.
     Shutdown { seq: u64 },
 }
@@ -91,6 +109,9 @@ pub enum CommandType {
     ResumeSession,
     ListSessions,
     CloseSession,
+    // modes and config options
+    SetMode,
+    SetConfigOption,
 }
 
 impl CommandType {
@@ -103,7 +124,7 @@ impl CommandType {
     ];
 
     /// Every command type.
-    pub const ALL: [CommandType; 8] = [
+    pub const ALL: [CommandType; 10] = [
         CommandType::NewSession,
         CommandType::Prompt,
         CommandType::Choose,
@@ -113,7 +134,26 @@ impl CommandType {
         CommandType::ResumeSession,
         CommandType::ListSessions,
         CommandType::CloseSession,
+        // modes and config options
+        CommandType::SetMode,
+        CommandType::SetConfigOption,
     ];
+
+    /// What the user asks the client to do, for messages ("… cannot ask it to {words}").
+    pub fn user_words(self) -> &'static str {
+        match self {
+            CommandType::NewSession => "open a session",
+            CommandType::Prompt => "send a prompt",
+            CommandType::Choose => "click an option",
+            CommandType::Cancel => "press Stop",
+            CommandType::LoadSession => "reopen an earlier session with its history",
+            CommandType::ResumeSession => "resume an earlier session",
+            CommandType::ListSessions => "list earlier sessions",
+            CommandType::CloseSession => "close a session",
+            CommandType::SetMode => "switch the session's mode",
+            CommandType::SetConfigOption => "change a config option of the session",
+        }
+    }
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -126,6 +166,9 @@ impl CommandType {
             CommandType::ResumeSession => "resume_session",
             CommandType::ListSessions => "list_sessions",
             CommandType::CloseSession => "close_session",
+            // modes and config options
+            CommandType::SetMode => "set_mode",
+            CommandType::SetConfigOption => "set_config_option",
         }
     }
 }
@@ -141,6 +184,9 @@ impl Command {
             | Command::ResumeSession { seq, .. }
             | Command::ListSessions { seq, .. }
             | Command::CloseSession { seq, .. }
+            // modes and config options
+            | Command::SetMode { seq, .. }
+            | Command::SetConfigOption { seq, .. }
             | Command::Shutdown { seq } => *seq,
         }
     }
@@ -156,6 +202,9 @@ impl Command {
             | Command::ResumeSession { seq, .. }
             | Command::ListSessions { seq, .. }
             | Command::CloseSession { seq, .. }
+            // modes and config options
+            | Command::SetMode { seq, .. }
+            | Command::SetConfigOption { seq, .. }
             | Command::Shutdown { seq } => *seq = n,
         }
         self
@@ -172,6 +221,9 @@ impl Command {
             Command::ResumeSession { .. } => "resume_session",
             Command::ListSessions { .. } => "list_sessions",
             Command::CloseSession { .. } => "close_session",
+            // modes and config options
+            Command::SetMode { .. } => "set_mode",
+            Command::SetConfigOption { .. } => "set_config_option",
             Command::Shutdown { .. } => "shutdown",
         }
     }
@@ -217,6 +269,12 @@ pub enum Event {
         session_id: String,
     },
     // ----- end of session lifecycle --------------------------------------------------------------
+    // ---- modes and config options (CONTROL.md "Modes and config options") ----
+    /// The mode the client shows as the session's current one.
+    Mode(crate::modes::ModeShown),
+    /// The value the client shows for one config option of the session.
+    ConfigOption(crate::modes::ConfigOptionShown),
+    // ---- end of modes and config options ----
     /// The adapter could not do what command `seq` asked.
     Error {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -238,6 +296,8 @@ impl Event {
             Event::SessionLoaded(_) => "session_loaded",
             Event::SessionsListed { .. } => "sessions_listed",
             Event::SessionClosed { .. } => "session_closed",
+            Event::Mode(_) => "mode",
+            Event::ConfigOption(_) => "config_option",
             Event::Error { .. } => "error",
         }
     }
@@ -255,6 +315,8 @@ impl Event {
             | Event::SessionsListed { .. }
             | Event::SessionClosed { .. }
             | Event::Error { .. } => None,
+            // An adapter's alone: no observer reports modes.
+            Event::Mode(_) | Event::ConfigOption(_) => None,
         }
     }
 
@@ -272,6 +334,7 @@ impl Event {
             | Event::SessionsListed { .. }
             | Event::SessionClosed { .. }
             | Event::Error { .. } => return false,
+            Event::Mode(_) | Event::ConfigOption(_) => return false,
         };
         *slot = Some(observed);
         true

@@ -82,6 +82,18 @@ fn commands() -> Vec<Command> {
             seq: 10,
             session: "s2".into(),
         },
+        // modes and config options
+        Command::SetMode {
+            seq: 11,
+            session: "s1".into(),
+            mode_id: "plan".into(),
+        },
+        Command::SetConfigOption {
+            seq: 12,
+            session: "s1".into(),
+            config_id: "model".into(),
+            value: "opus".into(),
+        },
         Command::Shutdown { seq: 5 },
     ]
 }
@@ -199,6 +211,16 @@ fn events() -> Vec<Event> {
         session: "s2".into(),
         session_id: "ses_0".into(),
     });
+    // modes and config options
+    out.push(Event::Mode(acp_vocab::modes::ModeShown {
+        session_id: "ses_1".into(),
+        mode_id: "plan".into(),
+    }));
+    out.push(Event::ConfigOption(acp_vocab::modes::ConfigOptionShown {
+        session_id: "ses_1".into(),
+        config_id: "model".into(),
+        value: "opus".into(),
+    }));
     out.push(Event::Error {
         seq: Some(3),
         message: "no such button".into(),

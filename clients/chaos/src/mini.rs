@@ -192,11 +192,14 @@ impl Mini {
                     self.cancel(&session_id);
                 }
             }
-            // Its hello does not offer the session lifecycle, so these never come from the harness.
+            // Its hello offers neither the session lifecycle nor modes, so these never come from
+            // the harness.
             ControlCommand::LoadSession { .. }
             | ControlCommand::ResumeSession { .. }
             | ControlCommand::ListSessions { .. }
-            | ControlCommand::CloseSession { .. } => self.error(seq, "unsupported command"),
+            | ControlCommand::CloseSession { .. }
+            | ControlCommand::SetMode { .. }
+            | ControlCommand::SetConfigOption { .. } => self.error(seq, "unsupported command"),
             ControlCommand::Shutdown { .. } => return false,
         }
         true

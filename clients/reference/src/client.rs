@@ -24,7 +24,9 @@ use acp_vocab::control::{
 };
 
 mod agent;
+mod auth;
 mod fs_calls;
+mod modes;
 mod sessions;
 
 pub const NAME: &str = "acp-reference-client";
@@ -56,6 +58,21 @@ pub enum Purpose {
     },
     /// `session/cancel` sent as a request (only `cancel-as-request`): its answer means nothing.
     CancelRequest,
+    // ---- modes, config options and authentication (client/modes.rs, client/auth.rs) ----
+    SetMode {
+        seq: u64,
+        session_id: String,
+        mode_id: String,
+    },
+    SetConfigOption {
+        seq: u64,
+        session_id: String,
+        config_id: String,
+        value: String,
+    },
+    Authenticate {
+        handle: String,
+    },
 }
 
 enum AgentState {
@@ -84,6 +101,8 @@ struct Session {
     reopen: Option<(Reopen, String)>,
     /// The conversation as shown (every update of the session folds in).
     history: History,
+    /// Its modes and config options, offered and shown (client/modes.rs).
+    settings: modes::Settings,
 }
 
 pub struct Client {
@@ -107,6 +126,8 @@ pub struct Client {
     terminals: Terminals,
     /// Set by `stop-after-unknown-update` at the first unknown update: nothing after it is read.
     deaf_to_updates: bool,
+    /// The agent's auth methods, and whether `authenticate` succeeded (client/auth.rs).
+    auth: auth::Auth,
 }
 
 /// The crate version; a mutant says so in semver build metadata (`0.1.0+always-command`).
@@ -142,6 +163,7 @@ impl Client {
             agent_caps: Value::Null,
             terminals: Terminals::new(mutant),
             deaf_to_updates: false,
+            auth: auth::Auth::default(),
         }
     }
 
@@ -282,6 +304,7 @@ impl Client {
             cancelling: false,
             reopen,
             history: History::default(),
+            settings: modes::Settings::default(),
         });
         self.start_agent_for(handle);
     }

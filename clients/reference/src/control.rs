@@ -126,6 +126,18 @@ async fn dispatch(client: &mut Client, line: &str) -> Flow {
         }
         Command::ListSessions { seq, cwd } => client.list_sessions(seq, cwd),
         Command::CloseSession { seq, session } => client.close_session(seq, &session),
+        // modes and config options (client/modes.rs)
+        Command::SetMode {
+            seq,
+            session,
+            mode_id,
+        } => client.set_mode(seq, &session, mode_id),
+        Command::SetConfigOption {
+            seq,
+            session,
+            config_id,
+            value,
+        } => client.set_config_option(seq, &session, config_id, value),
         Command::Shutdown { seq } => {
             log!("shutdown requested (seq {seq})");
             return Flow::Shutdown;

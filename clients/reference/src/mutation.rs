@@ -52,6 +52,11 @@
 //! | `ignore-extension-request` | `client/agent.rs`, `on_agent` (a `_` request) |
 //! | `cancel-as-request` | `client.rs`, `cancel` (how `session/cancel` is sent) |
 //! | `ignore-cancel-request` | `client/agent.rs`, `on_agent` (the agent's `$/cancel_request`) |
+//! | `unoffered-mode` | `client/modes.rs`, `set_mode` (which modes may be sent) |
+//! | `optimistic-mode-switch` | `client/modes.rs`, `set_mode` (when the selector moves) |
+//! | `mode-only-from-update` | `client/modes.rs`, `on_set_mode_answer` (a success answer) |
+//! | `ignore-mode-update` | `client/modes.rs`, `on_settings_update` (`current_mode_update`) |
+//! | `retry-without-authenticate` | `client/auth.rs`, `on_auth_required` (what follows `auth_required`) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -177,10 +182,26 @@ pub enum Mutant {
     /// stays and the request is never answered (mrmans0n/alas#1380 review: a cancellation that
     /// arrives while the policy lookup runs is lost and the request stays parked).
     IgnoreCancelRequest,
+    // ---- modes, config options and authentication ----
+    /// `session/set_mode` for a mode the agent never offered (no check against
+    /// `availableModes`; langchain-ai/deepagents#6138 shows what the agent then does).
+    UnofferedMode,
+    /// The mode selector moves when the user picks, before the agent answers, and stays there
+    /// when the agent refuses (openclaw/openclaw#41185, from the user's side).
+    OptimisticModeSwitch,
+    /// A successful `session/set_mode` answer is not taken as the switch: the selector waits
+    /// for a `current_mode_update` (agent-of-empires/agent-of-empires#1028).
+    ModeOnlyFromUpdate,
+    /// `current_mode_update` is ignored: the selector keeps the old mode after the agent changed
+    /// it (Corsinvest/cv4vs-agents#174, plan approval).
+    IgnoreModeUpdate,
+    /// An `auth_required` `session/new` is sent again without `authenticate`
+    /// (omnigent-ai/omnigent#7282).
+    RetryWithoutAuthenticate,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 41] = [
+    pub const ALL: [Mutant; 46] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -222,6 +243,12 @@ impl Mutant {
         Mutant::IgnoreExtensionRequest,
         Mutant::CancelAsRequest,
         Mutant::IgnoreCancelRequest,
+        // modes, config options and authentication
+        Mutant::UnofferedMode,
+        Mutant::OptimisticModeSwitch,
+        Mutant::ModeOnlyFromUpdate,
+        Mutant::IgnoreModeUpdate,
+        Mutant::RetryWithoutAuthenticate,
     ];
 
     /// The `--mutant` name.
@@ -268,6 +295,12 @@ impl Mutant {
             Mutant::IgnoreExtensionRequest => "ignore-extension-request",
             Mutant::CancelAsRequest => "cancel-as-request",
             Mutant::IgnoreCancelRequest => "ignore-cancel-request",
+            // modes, config options and authentication
+            Mutant::UnofferedMode => "unoffered-mode",
+            Mutant::OptimisticModeSwitch => "optimistic-mode-switch",
+            Mutant::ModeOnlyFromUpdate => "mode-only-from-update",
+            Mutant::IgnoreModeUpdate => "ignore-mode-update",
+            Mutant::RetryWithoutAuthenticate => "retry-without-authenticate",
         }
     }
 
@@ -463,6 +496,30 @@ impl Mutant {
                  permission request is lost, so the card stays and the request is never \
                  answered (R52: a result or -32800)"
             }
+            // modes, config options and authentication
+            Mutant::UnofferedMode => {
+                "session/set_mode with a mode id the agent never offered (ACP session-modes: \
+                 modeId must be one of availableModes); langchain-ai/deepagents#6138 is what an \
+                 agent that does not check then does with it"
+            }
+            Mutant::OptimisticModeSwitch => {
+                "openclaw/openclaw#41185, as the user saw it: the IDE showed the mode switched \
+                 while the agent had refused it and kept working in the old mode"
+            }
+            Mutant::ModeOnlyFromUpdate => {
+                "agent-of-empires/agent-of-empires#1028: the mode picker waited for a \
+                 current_mode_update, which claude-agent-acp does not send after a successful \
+                 session/set_mode, so picking a mode did nothing"
+            }
+            Mutant::IgnoreModeUpdate => {
+                "Corsinvest/cv4vs-agents#174: after the user approved a plan the selector kept \
+                 reading Plan while files were being written (the agent's own mode change was \
+                 thrown away)"
+            }
+            Mutant::RetryWithoutAuthenticate => {
+                "omnigent-ai/omnigent#7282: the ACP executor never sent authenticate, and opened \
+                 the session again after the agent had answered auth_required"
+            }
         }
     }
 
@@ -512,6 +569,12 @@ impl Mutant {
             Mutant::IgnoreExtensionRequest => &["jsonrpc", "unknown-messages"],
             Mutant::CancelAsRequest => &["cancel-stop", "jsonrpc", "schema"],
             Mutant::IgnoreCancelRequest => &["jsonrpc"],
+            // modes, config options and authentication
+            Mutant::UnofferedMode
+            | Mutant::OptimisticModeSwitch
+            | Mutant::ModeOnlyFromUpdate
+            | Mutant::IgnoreModeUpdate => &["session-mode"],
+            Mutant::RetryWithoutAuthenticate => &["authenticate"],
         }
     }
 }

@@ -139,6 +139,20 @@ impl<'a, C: Connector> Engine<'a, C> {
                 session: fill(session)?,
             },
             // -----
+            // modes and config options
+            UserStep::SetMode { session, mode } => UserAction::SetMode {
+                session: fill(session)?,
+                mode_id: fill(mode)?,
+            },
+            UserStep::SetConfigOption {
+                session,
+                config,
+                value,
+            } => UserAction::SetConfigOption {
+                session: fill(session)?,
+                config_id: fill(config)?,
+                value: fill(value)?,
+            },
             UserStep::Choose { request, choice } => {
                 let sent = sent(request)?;
                 let offered = sent.options.clone().unwrap_or(Value::Null);

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use acp_vocab::control::CommandType;
 use acp_vocab::note::FaultKind;
 use serde_json::Value;
 
@@ -249,17 +250,34 @@ pub enum UserStep {
     CloseSession {
         session: String,
     },
+    // ---- modes and config options ----
+    /// Pick a mode in the session's mode selector.
+    SetMode {
+        session: String,
+        mode: String,
+    },
+    /// Pick a value for one config option.
+    SetConfigOption {
+        session: String,
+        config: String,
+        value: String,
+    },
 }
 
 impl UserStep {
-    /// The control command this step needs beyond the basic four (CONTROL.md `supports`), if any.
-    pub fn lifecycle_command(&self) -> Option<&'static str> {
+    /// The control command this step needs from the client's adapter (CONTROL.md `supports`).
+    pub fn command_type(&self) -> CommandType {
         match self {
-            UserStep::LoadSession { .. } => Some("load_session"),
-            UserStep::ResumeSession { .. } => Some("resume_session"),
-            UserStep::ListSessions { .. } => Some("list_sessions"),
-            UserStep::CloseSession { .. } => Some("close_session"),
-            _ => None,
+            UserStep::NewSession { .. } => CommandType::NewSession,
+            UserStep::Prompt { .. } => CommandType::Prompt,
+            UserStep::Choose { .. } => CommandType::Choose,
+            UserStep::Cancel { .. } => CommandType::Cancel,
+            UserStep::LoadSession { .. } => CommandType::LoadSession,
+            UserStep::ResumeSession { .. } => CommandType::ResumeSession,
+            UserStep::ListSessions { .. } => CommandType::ListSessions,
+            UserStep::CloseSession { .. } => CommandType::CloseSession,
+            UserStep::SetMode { .. } => CommandType::SetMode,
+            UserStep::SetConfigOption { .. } => CommandType::SetConfigOption,
         }
     }
 }
@@ -325,16 +343,17 @@ impl Scenario {
         })
     }
 
-    /// The session-lifecycle control commands (`load_session` …) the scenario's user steps need,
-    /// in first-use order: a client whose adapter does not support one cannot play it.
-    pub fn lifecycle_commands(&self) -> Vec<&'static str> {
+    /// The control commands beyond [`CommandType::BASIC`] (reopen, list, close, modes, config
+    /// options) the scenario's user steps need, in first-use order: a client whose adapter does
+    /// not support one cannot play the scenario, which is then not applicable to it.
+    pub fn commands_beyond_basic(&self) -> Vec<CommandType> {
         let mut out = Vec::new();
         for step in self.all_steps() {
-            if let StepKind::User(u) = &step.kind
-                && let Some(c) = u.lifecycle_command()
-                && !out.contains(&c)
-            {
-                out.push(c);
+            if let StepKind::User(u) = &step.kind {
+                let needed = u.command_type();
+                if !CommandType::BASIC.contains(&needed) && !out.contains(&needed) {
+                    out.push(needed);
+                }
             }
         }
         out

@@ -87,6 +87,10 @@ pub struct RawStep {
     pub pending: Option<S>,
     /// `load_session` / `resume_session`: the ACP id of the earlier session.
     pub session_id: Option<S>,
+    // user = "set_mode" / "set_config_option" (modes and config options)
+    pub mode: Option<S>,
+    pub config: Option<S>,
+    pub value: Option<S>,
 }
 
 /// The kind keys, in the order the README lists them.
@@ -144,6 +148,9 @@ impl RawStep {
             ("each", at(&self.each)),
             ("session_id", at(&self.session_id)),
             ("pending", at(&self.pending)),
+            ("mode", at(&self.mode)),
+            ("config", at(&self.config)),
+            ("value", at(&self.value)),
         ]
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k, v)))

@@ -167,9 +167,13 @@ impl Table {
                     row.item.label()
                 )),
                 (false, Some(_)) => out.push(format!(
-                    "{}: scenarios/coverage.toml explains why nothing covers it, but {} now does ({}): remove the stale explanation",
+                    "{}: scenarios/coverage.toml explains why nothing covers it, but {} now {} ({}): remove the stale explanation",
                     row.item.label(),
-                    row.scenarios.len(),
+                    match row.scenarios.len() {
+                        1 => "1 scenario".to_owned(),
+                        n => format!("{n} scenarios"),
+                    },
+                    if row.scenarios.len() == 1 { "does" } else { "do" },
                     row.scenarios.first().map_or("", String::as_str)
                 )),
                 _ => {}

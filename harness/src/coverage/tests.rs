@@ -99,7 +99,7 @@ feature = "unstable_nothing"
     let table = Table::build(&scenarios(), &data);
     let problems = table.problems();
     for needle in [
-        "session/update usage_update: scenarios/coverage.toml explains why nothing covers it, but 1 now does",
+        "session/update usage_update: scenarios/coverage.toml explains why nothing covers it, but 1 scenario now does",
         "agent→client terminal/nonsense names nothing",
         "`session/prompt` is listed as unstable",
     ] {

@@ -7,6 +7,7 @@
 //! Every check reads the case through one shared [`WireModel`] (built once per case by
 //! [`grade_case`]), so no check re-derives pairing, sessions or tool-call state.
 
+mod authenticate;
 mod auto_approval;
 mod cancel_stop;
 mod fs;
@@ -17,6 +18,7 @@ mod schema;
 mod session_cwd;
 mod session_isolation;
 mod session_load;
+mod session_mode;
 mod stable_item_type;
 mod subject_kind;
 mod terminal;
@@ -24,6 +26,7 @@ mod tool_call_row;
 mod turn_end;
 mod unknown_messages;
 
+pub use authenticate::Authenticate;
 pub use auto_approval::{AutoApproval, declared_policy};
 pub use cancel_stop::CancelStop;
 pub use fs::Fs;
@@ -34,6 +37,7 @@ pub use schema::Schema;
 pub use session_cwd::SessionCwd;
 pub use session_isolation::SessionIsolation;
 pub use session_load::SessionLoad;
+pub use session_mode::SessionMode;
 pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
 pub use terminal::Terminal;
@@ -199,6 +203,9 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(SessionLoad),
         Box::new(Terminal),
         Box::new(UnknownMessages),
+        // modes, config options and authentication
+        Box::new(SessionMode),
+        Box::new(Authenticate),
     ]
 }
 

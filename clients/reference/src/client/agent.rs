@@ -347,7 +347,12 @@ impl Client {
         if let Some(session) = self.session_by_id_mut(session_id) {
             session.history.apply(update, mutant);
         }
-        // Message chunks, plans, modes, usage, …: not part of this client's model.
+        // Modes and config options the agent changed itself (client/modes.rs).
+        if let Some("current_mode_update" | "config_option_update") = variant {
+            self.on_settings_update(session_id, update);
+            return;
+        }
+        // Message chunks, plans, usage, …: not part of this client's model.
         if let Some("tool_call" | "tool_call_update") =
             update.get("sessionUpdate").and_then(Value::as_str)
         {
@@ -432,6 +437,7 @@ impl Client {
                 };
                 if let Ok(r) = &result {
                     self.agent_caps = r.get("agentCapabilities").cloned().unwrap_or(Value::Null);
+                    self.remember_auth_methods(r);
                 }
                 match failure {
                     None => {
@@ -465,9 +471,15 @@ impl Client {
                         }
                         self.events.push(Event::SessionOpened {
                             session: handle,
-                            session_id: id,
+                            session_id: id.clone(),
                         });
+                        if let Ok(r) = &result {
+                            self.adopt_settings(&id, r);
+                        }
                     }
+                    // The agent wants authentication first (client/auth.rs).
+                    None if matches!(&result, Err(e) if e.code == auth::AUTH_REQUIRED)
+                        && self.on_auth_required(&handle) => {}
                     _ => {
                         self.sessions.retain(|s| s.handle != handle);
                         let why = match &result {
@@ -485,6 +497,19 @@ impl Client {
             Purpose::Reopen { seq, handle } => self.on_reopened(seq, handle, result),
             Purpose::ListSessions { seq } => self.on_listed(seq, result),
             Purpose::CloseSession { seq, handle } => self.on_closed(seq, handle, result),
+            // modes, config options and authentication
+            Purpose::SetMode {
+                seq,
+                session_id,
+                mode_id,
+            } => self.on_set_mode_answer(seq, &session_id, &mode_id, result),
+            Purpose::SetConfigOption {
+                seq,
+                session_id,
+                config_id,
+                value,
+            } => self.on_set_config_answer(seq, &session_id, &config_id, &value, result),
+            Purpose::Authenticate { handle } => self.on_authenticate_answer(&handle, result),
             Purpose::Prompt { session_id } => match result {
                 Ok(r) => {
                     let stop_reason = r

@@ -100,19 +100,22 @@ impl Client {
         else {
             return;
         };
-        if let Err(e) = result {
-            self.sessions.retain(|s| s.handle != handle);
-            let method = if how == Reopen::Load {
-                "session/load"
-            } else {
-                "session/resume"
-            };
-            self.report_error(
-                Some(seq),
-                format!("{method} of {target:?} failed: {} ({})", e.message, e.code),
-            );
-            return;
-        }
+        let answer = match result {
+            Ok(answer) => answer,
+            Err(e) => {
+                self.sessions.retain(|s| s.handle != handle);
+                let method = if how == Reopen::Load {
+                    "session/load"
+                } else {
+                    "session/resume"
+                };
+                self.report_error(
+                    Some(seq),
+                    format!("{method} of {target:?} failed: {} ({})", e.message, e.code),
+                );
+                return;
+            }
+        };
         let Some(session) = self.sessions.iter_mut().find(|s| s.handle == handle) else {
             return;
         };
@@ -126,10 +129,12 @@ impl Client {
         let history = session.history.entries().to_vec();
         self.events.push(Event::SessionLoaded(SessionLoaded {
             session: handle,
-            session_id: target,
+            session_id: target.clone(),
             how,
             history,
         }));
+        // A reopened session answers with its modes and config options like a new one.
+        self.adopt_settings(&target, &answer);
     }
 
     /// The user opens the list of earlier sessions (of `cwd`, if given).

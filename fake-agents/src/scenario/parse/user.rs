@@ -1,5 +1,7 @@
 //! `user` steps: each action's keys, and `choose` checked against the options a request offers.
 
+use acp_vocab::control::CommandType;
+
 use super::{Ctx, R, list_ids, list_kinds};
 use crate::scenario::raw::RawStep;
 use crate::scenario::{Choice, OPTION_KINDS, UserStep};
@@ -17,10 +19,16 @@ impl Ctx<'_> {
             "load_session" | "resume_session" => &["session", "session_id", "cwd"],
             "list_sessions" => &["cwd"],
             "close_session" => &["session"],
+            // modes and config options
+            "set_mode" => &["session", "mode"],
+            "set_config_option" => &["session", "config", "value"],
             other => {
                 return Err(self.err(
                     u.span().start,
-                    format!("unknown user action {other:?} (actions: new_session, prompt, choose, cancel, load_session, resume_session, list_sessions, close_session)"),
+                    format!(
+                        "unknown user action {other:?} (actions: {})",
+                        CommandType::ALL.map(CommandType::as_str).join(", ")
+                    ),
                 ));
             }
         };
@@ -93,6 +101,33 @@ impl Ctx<'_> {
                 };
                 UserStep::Cancel { session, pending }
             }
+            // ---- modes and config options ----
+            "set_mode" => {
+                let Some(mode) = &r.mode else {
+                    return Err(self.err(
+                        u.span().start,
+                        "user = \"set_mode\" needs `mode = \"<modeId>\"`",
+                    ));
+                };
+                UserStep::SetMode {
+                    session,
+                    mode: self.text(mode)?,
+                }
+            }
+            "set_config_option" => {
+                let (Some(config), Some(value)) = (&r.config, &r.value) else {
+                    return Err(self.err(
+                        u.span().start,
+                        "user = \"set_config_option\" needs `config = \"<configId>\"` and `value = \"<value>\"`",
+                    ));
+                };
+                UserStep::SetConfigOption {
+                    session,
+                    config: self.text(config)?,
+                    value: self.text(value)?,
+                }
+            }
+            // ---- end of modes and config options ----
             _ => {
                 let Some(request) = &r.request else {
                     return Err(self.err(
