@@ -32,6 +32,10 @@ pub struct RunConfig {
     pub step_timeout: Duration,
     /// How long a whole case may take.
     pub case_timeout: Duration,
+    /// How long a completed case waits for the client to show every turn ended before it is
+    /// shut down; `None`: one step timeout. Only the self-test shortens it, for the mutant that
+    /// never shows a turn end (each of its cases would otherwise wait a full step timeout).
+    pub settle_timeout: Option<Duration>,
     /// Longest frame accepted from the client.
     pub max_frame: usize,
     /// Cases run at once.
@@ -51,6 +55,7 @@ impl RunConfig {
         Ok(RunConfig {
             step_timeout: Duration::from_secs(5),
             case_timeout: Duration::from_secs(30),
+            settle_timeout: None,
             max_frame: 16 << 20,
             jobs: std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -389,10 +394,11 @@ async fn run_case_inner(
     };
 
     if let Some(plane) = control.as_mut() {
-        if record.end == RunEnd::Completed && !plane.settle(cfg.step_timeout).await {
+        let settle = cfg.settle_timeout.unwrap_or(cfg.step_timeout);
+        if record.end == RunEnd::Completed && !plane.settle(settle).await {
             // `turn-end` cites this: the client did not show every turn ended in time.
             rec.note(&Note::SettleTimeout {
-                waited_ms: cfg.step_timeout.as_millis() as u64,
+                waited_ms: settle.as_millis() as u64,
             });
         }
         plane.shutdown().await;
