@@ -401,6 +401,10 @@ async fn run_case_inner(
                 waited_ms: settle.as_millis() as u64,
             });
         }
+        // A session never shown opened is for the checks to judge; nothing to note here.
+        if record.end == RunEnd::Completed {
+            plane.settle_sessions(settle).await;
+        }
         plane.shutdown().await;
     }
     // A client without an adapter ends on its own after its turn (its exit status may be what

@@ -27,7 +27,9 @@ fn hello_comes_first_and_validates() {
             "load_session",
             "resume_session",
             "list_sessions",
-            "close_session"
+            "close_session",
+            "set_mode",
+            "set_config_option"
         ])
     );
     let done = case.finish();

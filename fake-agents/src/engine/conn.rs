@@ -55,31 +55,30 @@ impl<'a, C: Connector> Engine<'a, C> {
         what: &str,
         fits: impl FnMut(&Msg) -> Option<T>,
     ) -> Result<(Msg, T), Stop> {
-        match self.take_within(step, timeout, what, fits).await? {
-            Some(found) => Ok(found),
-            None => Err(self.timed_out(step, &format!("client sent no {what}"), timeout)),
+        match self.take_within(step, timeout, fits).await? {
+            Ok(found) => Ok(found),
+            Err(WaitError::TimedOut) => {
+                Err(self.timed_out(step, &format!("client sent no {what}"), timeout))
+            }
+            Err(WaitError::Closed) => Err(self.closed(step, &format!("waiting for {what}"))),
         }
     }
 
-    /// [`Self::take`], but a timeout is `Ok(None)` (no note, the run goes on).
+    /// [`Self::take`], but a timeout or the connection's end is the caller's to handle (no
+    /// note is written).
     pub(super) async fn take_within<T>(
         &mut self,
         step: &Step,
         timeout: Duration,
-        what: &str,
         fits: impl FnMut(&Msg) -> Option<T>,
-    ) -> Result<Option<(Msg, T)>, Stop> {
+    ) -> Result<Result<(Msg, T), WaitError>, Stop> {
         let deadline = Instant::now() + timeout;
         let mailbox = self
             .connection(step, deadline, timeout)
             .await?
             .mailbox()
             .clone();
-        match guard(self.progress.clone(), mailbox.take(fits, deadline)).await? {
-            Ok(found) => Ok(Some(found)),
-            Err(WaitError::TimedOut) => Ok(None),
-            Err(WaitError::Closed) => Err(self.closed(step, &format!("waiting for {what}"))),
-        }
+        guard(self.progress.clone(), mailbox.take(fits, deadline)).await
     }
 
     /// Records, then writes one frame (plus `\n`).

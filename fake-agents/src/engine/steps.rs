@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use super::conn::to_bytes;
 use super::{Connector, Engine, Sent, StepResult, Stop};
-use crate::mailbox::Msg;
+use crate::mailbox::{Msg, WaitError};
 use crate::matching::{self, Answer};
 use crate::scenario::{Expect, Expected, Fault, OnCase, Reply, Step, StepKind};
 use crate::template;
@@ -115,22 +115,33 @@ impl<'a, C: Connector> Engine<'a, C> {
             }
             matching::capture(&m.json, &e.capture)
         };
-        let (msg, captured) = if e.on_timeout.is_some() {
-            match self.take_within(step, timeout, &what, fits).await? {
-                Some(found) => found,
-                None => {
-                    self.rec.note(&Note::Branch {
-                        step: step.label.clone(),
-                        request: None,
-                        answer: format!("no {what} within {} ms", timeout.as_millis()),
-                        frame: None,
-                        case: Some(BranchCase::Named("on_timeout".into())),
-                    });
-                    return Ok(false);
-                }
+        let (msg, captured) = 'taken: {
+            if e.on_timeout.is_none() {
+                break 'taken self.take(step, timeout, &what, fits).await?;
             }
-        } else {
-            self.take(step, timeout, &what, fits).await?
+            let answer = match self.take_within(step, timeout, fits).await? {
+                Ok(found) => break 'taken found,
+                Err(WaitError::TimedOut) => {
+                    format!("no {what} within {} ms", timeout.as_millis())
+                }
+                // A client that gives up here (closes the connection, e.g. a one-shot CLI that
+                // exits on auth_required) did not send it either: the branch for "it did not
+                // come" applies, and the checks judge what it did.
+                Err(WaitError::Closed) => {
+                    self.rec.note(&Note::ConnectionClosed {
+                        step: step.label.clone(),
+                    });
+                    format!("the client closed the agent connection instead of sending {what}")
+                }
+            };
+            self.rec.note(&Note::Branch {
+                step: step.label.clone(),
+                request: None,
+                answer,
+                frame: None,
+                case: Some(BranchCase::Named("on_timeout".into())),
+            });
+            return Ok(false);
         };
         if matching::method(&msg.json) == Some("initialize") {
             self.check_requires(&msg.json)?;

@@ -805,6 +805,39 @@ async fn on_timeout_runs_when_the_message_never_comes() {
 }
 
 #[tokio::test]
+async fn on_timeout_runs_when_the_client_closes_the_connection_instead() {
+    // A client that gives up (a one-shot CLI exiting on auth_required) has not sent the message
+    // either: the branch for "it did not come" applies, and the run is complete, not a crash.
+    let body = r#"
+[[step]]
+handshake = true
+
+[[step]]
+expect = "authenticate"
+timeout_ms = 3600000
+on_timeout = []
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"end"}'
+"#;
+    let mut run = start(body, Opts::default());
+    run.handshake().await;
+    run.client.to_agent.shutdown().await.unwrap();
+    let (out, _, rec) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+    let branch = notes(&rec, "branch");
+    assert_eq!(branch.len(), 1);
+    let note = branch[0].json.as_ref().unwrap();
+    assert_eq!(note["case"], "on_timeout");
+    assert_eq!(
+        note["answer"],
+        "the client closed the agent connection instead of sending authenticate"
+    );
+    assert_eq!(notes(&rec, "connection_closed").len(), 1);
+    assert!(notes(&rec, "step_timeout").is_empty());
+}
+
+#[tokio::test]
 async fn on_timeout_is_skipped_when_the_message_comes() {
     let mut run = start(CANCEL_OR_FINISH, Opts::default());
     prompt_started(&mut run).await;

@@ -46,7 +46,9 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "auto-approval",
             "session-load",
             "terminal",
-            "unknown-messages"
+            "unknown-messages",
+            "session-mode",
+            "authenticate"
         ]
     );
     for check in all_checks() {
@@ -78,6 +80,8 @@ fn completed_run_grades_each_check() {
             ("session-load", Grade::NotApplicable),
             ("terminal", Grade::NotApplicable),
             ("unknown-messages", Grade::NotApplicable),
+            ("session-mode", Grade::NotApplicable),
+            ("authenticate", Grade::NotApplicable),
         ]
     );
     assert_eq!(
