@@ -83,7 +83,9 @@ pub struct AgentConn {
 
 /// Hands out agent connections (the relay's Unix socket, or stdio in standalone mode).
 pub trait Connector: Send {
-    /// The next connection. The engine bounds the wait with the step timeout.
+    /// The next connection. The engine bounds the wait with the step timeout. An error of kind
+    /// `ConnectionAborted` says the client is gone (the run is incomplete, with the error as the
+    /// reason); any other error is the harness's own failure.
     fn accept(&mut self) -> impl Future<Output = std::io::Result<AgentConn>> + Send;
 }
 

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 
 pub use files::write_files;
@@ -277,24 +277,43 @@ impl ClientSpec {
             .collect()
     }
 
+    /// Fails, with one sentence, if the client's program cannot be started at all (missing, not
+    /// executable, not on the `PATH` it gets): checked once before any case runs.
+    pub fn check_startable(&self) -> Result<()> {
+        let program = self.argv.first().context("the client argv is empty")?;
+        let path = self
+            .env
+            .get("PATH")
+            .map(std::ffi::OsString::from)
+            .or_else(|| std::env::var_os("PATH"));
+        crate::launch::check_startable(program, path.as_deref())
+    }
+
     /// Runs the profile's version command (bounded by `timeout`) and returns
-    /// `{"name":…,"version":<first line of its stdout>}`; `None` without a command or when it
-    /// fails.
+    /// `{"name":…,"version":<first non-empty line of its stdout, else of its stderr>}` (some
+    /// CLIs print their version to stderr); `None` without a command or when it fails.
     pub async fn probe_version(&self, timeout: Duration) -> Option<serde_json::Value> {
         let argv = self.wire.version_command.as_ref()?;
         let (program, args) = argv.split_first()?;
         let mut cmd = tokio::process::Command::new(program);
         cmd.args(args)
             .stdin(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
             .kill_on_drop(true);
         let output = tokio::time::timeout(timeout, cmd.output())
             .await
             .ok()?
             .ok()?;
-        let text = String::from_utf8_lossy(&output.stdout);
-        let version = text.lines().next()?.trim().to_owned();
-        (output.status.success() && !version.is_empty())
+        let first_line = |bytes: &[u8]| {
+            String::from_utf8_lossy(bytes)
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .map(str::to_owned)
+        };
+        let version = first_line(&output.stdout).or_else(|| first_line(&output.stderr))?;
+        output
+            .status
+            .success()
             .then(|| serde_json::json!({"name": self.name, "version": version}))
     }
 }
@@ -420,6 +439,33 @@ event = "turn"
 state = "failed"
 message = "exited with {code}"
 "#;
+
+    #[tokio::test]
+    async fn the_version_command_is_read_from_stdout_else_stderr() {
+        let with = |command: &str| {
+            WIRE_ONLY.replace(
+                r#"version_command = ["{program}", "--version"]"#,
+                &format!(r#"version_command = ["sh", "-c", "{command}"]"#),
+            )
+        };
+        let probe = |text: String| async move {
+            let (_dir, path) = write_profile(&text);
+            let spec = ClientSpec::from_profile(&path).unwrap();
+            spec.probe_version(Duration::from_secs(10)).await
+        };
+        let version = |v: Option<serde_json::Value>| v.map(|v| v["version"].clone());
+        assert_eq!(
+            version(probe(with("echo; echo cli 1.2.3")).await),
+            Some("cli 1.2.3".into())
+        );
+        // Python's argparse before 3.4 and many CLIs print their version to stderr.
+        assert_eq!(
+            version(probe(with("echo 0.9 >&2")).await),
+            Some("0.9".into())
+        );
+        assert_eq!(probe(with("echo 1.0; exit 3")).await, None);
+        assert_eq!(probe(with("true")).await, None);
+    }
 
     #[test]
     fn wire_only_profile_reads_and_expands() {

@@ -2,12 +2,12 @@
 //! and making sure that nothing it started outlives the case.
 
 use std::collections::VecDeque;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
@@ -85,6 +85,42 @@ fn program_from_here(program: &str) -> String {
         }
     }
     program.to_owned()
+}
+
+/// Whether `program` (argv[0] as the client spec gives it) can be started at all: a path must
+/// be an executable file, a bare name must be an executable file on `path_var` (the `PATH` the
+/// client gets). Run once before any case, so that a typo in `--client` is one clear error,
+/// not a crash in every case. Placeholders (`{…}`) are left to the launch.
+pub fn check_startable(program: &str, path_var: Option<&std::ffi::OsStr>) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    if program.contains('{') {
+        return Ok(());
+    }
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let path = PathBuf::from(program_from_here(program));
+        return match std::fs::metadata(&path) {
+            Err(e) => bail!("the client program {program:?} cannot be started: {e}"),
+            Ok(m) if m.is_dir() => {
+                bail!("the client program {program:?} cannot be started: it is a directory")
+            }
+            Ok(_) if !executable(&path) => {
+                bail!("the client program {program:?} cannot be started: it is not executable")
+            }
+            Ok(_) => Ok(()),
+        };
+    }
+    let found = path_var
+        .map(std::env::split_paths)
+        .into_iter()
+        .flatten()
+        .any(|dir| executable(&dir.join(program)));
+    if !found {
+        bail!("the client program {program:?} cannot be started: it is not on PATH");
+    }
+    Ok(())
 }
 
 pub fn launch_with(

@@ -18,12 +18,26 @@ use clap::{Args, Parser, Subcommand};
 /// Fake agents replay traffic shaped like real agents (opencode, codex-acp, qwen-code,
 /// claude-agent-acp) against your client, and checks grade what it sent on the wire and, through
 /// its control-plane adapter, what it showed the user.
-///
-/// Quick start:  acp-harness run                     (the bundled reference client)
-///               acp-harness run --client '["./my-client","--acp-harness-adapter"]'
-///               acp-harness replay 'opencode@1.18/edit-permission' --client …
+/// Printed after the help as written: clap re-wraps doc comments, which would run the three
+/// commands together into one paragraph.
+const QUICK_START: &str = "\
+Quick start:
+  acp-harness run
+      the whole suite against the bundled reference client; report in acp-results/report/
+  acp-harness run --client '[\"./my-client\",\"--acp-harness-adapter\"]'
+      your client, through its control-plane adapter (harness/CONTROL.md)
+  acp-harness replay 'opencode@1.18/edit-permission' --client …
+      one case: its numbered wire log and every check's verdict";
+
 #[derive(Parser)]
-#[command(name = "acp-harness", version, about, long_about, max_term_width = 100)]
+#[command(
+    name = "acp-harness",
+    version,
+    about,
+    long_about,
+    max_term_width = 100,
+    after_help = QUICK_START
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -239,6 +253,7 @@ fn config(common: &CommonArgs) -> Result<(RunConfig, ClientSpec)> {
     cfg.case_timeout = Duration::from_millis(common.case_timeout_ms);
     cfg.max_frame = common.max_frame_bytes.max(1);
     let client = ClientSpec::resolve(common.client.as_deref())?;
+    client.check_startable()?;
     Ok((cfg, client))
 }
 
@@ -255,8 +270,9 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     // Fail on an unwritable --out before running anything.
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create --out directory {}", args.out.display()))?;
-    let version = runtime()?
-        .block_on(client.probe_version(Duration::from_secs(10)))
+    let version_output = runtime()?.block_on(client.probe_version(Duration::from_secs(10)));
+    let version = version_output
+        .as_ref()
         .and_then(|v| v.get("version")?.as_str().map(|s| format!(" ({s})")))
         .unwrap_or_default();
     eprintln!(
@@ -308,6 +324,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         filter: &args.filter,
         started_unix_ms: u64::try_from(started_unix_ms).unwrap_or(u64::MAX),
         duration_ms: started.elapsed().as_millis() as u64,
+        version_output,
     };
     let report = run_json::write_outputs(header, &scenario_info, &mut results, &args.out)?;
 

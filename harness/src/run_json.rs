@@ -79,6 +79,9 @@ pub struct RunHeader<'a> {
     pub filter: &'a [String],
     pub started_unix_ms: u64,
     pub duration_ms: u64,
+    /// What the profile's `version_command` printed (`{"name","version"}`), if it has one and
+    /// it ran: it names the binary under test more surely than what the client says of itself.
+    pub version_output: Option<Value>,
 }
 
 /// The whole run.json of a run.
@@ -94,7 +97,10 @@ pub fn build(header: RunHeader<'_>, scenarios: &ScenarioInfo, results: &[CaseRes
             name: header.client.name.clone(),
             source: header.client.source.clone(),
             argv: header.client.argv.clone(),
-            reported: reported_client(results),
+            reported: header
+                .version_output
+                .clone()
+                .or_else(|| reported_client(results)),
             policy: declared_policy(header.client, results),
         },
         config: RunConfigInfo {

@@ -20,7 +20,7 @@ use crate::client_spec::{ClientSpec, ControlMode, Expansion};
 use crate::control::{ControlPlane, HandshakeError};
 use crate::launch::{self, ExitInfo};
 use crate::observe::Observer;
-use crate::relay_listener::RelayListener;
+use crate::relay_listener::{ClientGone, RelayListener};
 use crate::wire_only::WireOnlyUser;
 use acp_judge::checks::{Trial, grade_case};
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
@@ -176,6 +176,7 @@ async fn run_case_inner(
     let socket = root.join("agent.sock");
     let mut connector =
         RelayListener::bind(&socket).context("cannot listen on the relay socket")?;
+    let gone = connector.client_gone();
 
     let agent_argv = vec![
         cfg.fake_agent.to_string_lossy().into_owned(),
@@ -292,7 +293,12 @@ async fn run_case_inner(
                             });
                             RunEnd::NotApplicable { reason }
                         }
-                        None => match tokio::time::timeout_at(deadline, run).await {
+                        None => match tokio::time::timeout_at(
+                            deadline,
+                            while_client_lives(run, &mut launched.child, &gone),
+                        )
+                        .await
+                        {
                             Ok(outcome) => {
                                 keep_alive = outcome.keep_alive;
                                 readers = outcome.readers;
@@ -356,7 +362,12 @@ async fn run_case_inner(
             };
             observer = Some(obs);
             let run = engine::run(case, &engine_cfg, &mut connector, &mut user, rec);
-            match tokio::time::timeout_at(deadline, run).await {
+            match tokio::time::timeout_at(
+                deadline,
+                while_client_lives(run, &mut launched.child, &gone),
+            )
+            .await
+            {
                 Ok(outcome) => {
                     keep_alive = outcome.keep_alive;
                     readers = outcome.readers;
@@ -460,6 +471,42 @@ fn case_timeout(cfg: &RunConfig) -> RunEnd {
             "the case did not finish within {} ms",
             cfg.case_timeout.as_millis()
         ),
+    }
+}
+
+/// How long a scenario may go on once the client process has exited. The agent side's waits
+/// end at once ([`ClientGone`]); this bounds any other (a wire-only client's observer), so a dead
+/// client is judged within about this long of its exit.
+const AFTER_CLIENT_EXIT: Duration = Duration::from_millis(100);
+
+/// Plays `run` to its end, or until the client process exits: a dead client sends nothing more,
+/// so every agent-side wait is ended then, and the run gets [`AFTER_CLIENT_EXIT`] to finish with
+/// what it has (the caller turns an unfinished run and the exit into the crash verdict).
+async fn while_client_lives(
+    run: impl std::future::Future<Output = engine::Outcome>,
+    child: &mut tokio::process::Child,
+    gone: &ClientGone,
+) -> engine::Outcome {
+    tokio::pin!(run);
+    let status = tokio::select! {
+        outcome = &mut run => return outcome,
+        status = child.wait() => status,
+    };
+    let how = status.map_or_else(
+        |e| format!("could not be waited for ({e})"),
+        |s| ExitInfo::from_status(s).describe(),
+    );
+    gone.signal(format!("the client exited ({how})"));
+    match tokio::time::timeout(AFTER_CLIENT_EXIT, &mut run).await {
+        Ok(outcome) => outcome,
+        Err(_) => engine::Outcome {
+            end: RunEnd::Incomplete {
+                step: 0,
+                reason: "the scenario could not go on without the client".to_owned(),
+            },
+            keep_alive: Vec::new(),
+            readers: Vec::new(),
+        },
     }
 }
 

@@ -212,3 +212,20 @@ fn grade_reports_a_missing_or_malformed_file_with_its_line() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[test]
+fn help_shows_the_quick_start_commands_one_per_line() {
+    for flag in ["--help", "-h"] {
+        let out = harness().arg(flag).output().unwrap();
+        assert!(out.status.success());
+        let help = String::from_utf8_lossy(&out.stdout);
+        // clap re-wraps doc-comment paragraphs; these lines must come out as written.
+        for line in [
+            "\nQuick start:\n  acp-harness run\n",
+            "\n  acp-harness run --client '[\"./my-client\",\"--acp-harness-adapter\"]'\n",
+            "\n  acp-harness replay 'opencode@1.18/edit-permission' --client …\n",
+        ] {
+            assert!(help.contains(line), "{flag}: no line {line:?} in:\n{help}");
+        }
+    }
+}

@@ -29,6 +29,11 @@ impl<'a, C: Connector> Engine<'a, C> {
             .await?;
             let conn = match accepted {
                 Ok(Ok(conn)) => conn,
+                // The connector knows the client is gone: the client's doing, not ours.
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionAborted => {
+                    let reason = format!("{}: {e}", self.step_ref(step));
+                    return Err(self.incomplete(step, reason));
+                }
                 Ok(Err(e)) => {
                     return Err(
                         self.harness(step, format!("accepting the agent connection failed: {e}"))

@@ -125,6 +125,7 @@ fn write_outputs(
         filter: &[],
         started_unix_ms,
         duration_ms: started.elapsed().as_millis() as u64,
+        version_output: None,
     };
     run_json::write_outputs(header, &run_json::ScenarioInfo::of(cases), results, out)??;
     Ok(())
