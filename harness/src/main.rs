@@ -348,6 +348,9 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     for f in &failing {
         println!("{f}");
     }
+    if let Ok(written) = &report {
+        print_causes(written, failing.len());
+    }
     println!("results: {}", args.out.join("run.json").display());
     match &report {
         Ok(written) => println!("report:  {}", written.index.display()),
@@ -368,6 +371,28 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         );
         Ok(ExitCode::from(1))
     }
+}
+
+/// The failures grouped by cause (acp_reports::causes), last before the paths: after a long
+/// list of trials, what a person reads first is what to fix.
+fn print_causes(written: &acp_reports::Written, failing: usize) {
+    if written.causes.is_empty() {
+        return;
+    }
+    let n = written.causes.len();
+    println!(
+        "What to fix first: {n} cause{} behind {failing} failing trial{}",
+        if n == 1 { "" } else { "s" },
+        if failing == 1 { "" } else { "s" }
+    );
+    for (i, cause) in written.causes.iter().enumerate() {
+        println!("{:>4}. {}", i + 1, cause.line());
+        println!("      first: {}", cause.first_trial);
+    }
+    if let Some(hint) = &written.single_cause_hint {
+        println!("\n{hint}");
+    }
+    println!();
 }
 
 /// `--baseline`, checked against every case of the scenarios directory; `--bless` may start

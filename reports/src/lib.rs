@@ -9,6 +9,7 @@
 //! The run.json format itself is defined here ([`run`]); the harness writes it with these types.
 //! This crate does not depend on the harness.
 
+pub mod causes;
 pub mod diff;
 pub mod grade;
 pub mod html;
@@ -34,6 +35,10 @@ pub struct Written {
     pub summary: PathBuf,
     /// Trials that fail their run, over all runs.
     pub failing: usize,
+    /// The failures grouped by cause, run after run ([`causes`]).
+    pub causes: Vec<causes::Cause>,
+    /// The first run's sentence when every failing case of it shares one case-level cause.
+    pub single_cause_hint: Option<String>,
 }
 
 /// Writes the HTML report, `junit.xml` and `summary.md` into `out` (created if needed).
@@ -50,6 +55,12 @@ pub fn write_report(runs: &[LoadedRun], out: &Path) -> Result<Written, ReportErr
         junit,
         summary,
         failing: model.failing(),
+        causes: model
+            .runs
+            .iter()
+            .flat_map(|r| r.causes.iter().map(|c| c.cause.clone()))
+            .collect(),
+        single_cause_hint: model.runs.iter().find_map(|r| r.single_cause_hint.clone()),
     })
 }
 

@@ -14,8 +14,7 @@ use crate::model::{Counts, Model};
 /// Trials listed with their message; the rest are counted.
 const MAX_LISTED: usize = 30;
 
-/// The check whose failures are listed first: a client approving by itself what it must not.
-const SECURITY_CHECK: &str = "auto-approval";
+use crate::causes::SECURITY_CHECK;
 
 #[derive(Template)]
 #[template(path = "summary.md")]
@@ -29,6 +28,10 @@ struct RunSummary {
     headline: String,
     facts: String,
     rows: Vec<Row>,
+    /// One line per cause of failure (crate::causes), Markdown-escaped.
+    causes: Vec<String>,
+    /// The single-cause hint, its text and the fence it goes in.
+    hint: Option<(String, String)>,
     failures: Vec<Failure>,
     more: usize,
 }
@@ -128,6 +131,15 @@ pub fn render(model: &Model, report_hint: &str) -> Result<String, ReportError> {
                 headline,
                 facts,
                 rows,
+                causes: run
+                    .causes
+                    .iter()
+                    .map(|c| md_text(&c.cause.line()))
+                    .collect(),
+                hint: run
+                    .single_cause_hint
+                    .as_ref()
+                    .map(|h| (fence_for(h), h.clone())),
                 failures,
                 more,
             }

@@ -5,6 +5,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use crate::causes::{self, Cause};
 use crate::grade::{GRADES, Grade};
 use crate::load::LoadedRun;
 use crate::message;
@@ -202,6 +203,49 @@ pub struct Attention {
     pub frames: Vec<(String, String)>,
 }
 
+/// A cause of failures (crate::causes), with links into the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CauseView {
+    pub cause: Cause,
+    /// Its first trial on its case page, relative to the run's directory.
+    pub href: String,
+    /// The first frame that trial cites, highlighted on the case page (relative to the run's
+    /// directory), if it cites one.
+    pub frame_href: Option<String>,
+    pub css: &'static str,
+}
+
+/// The causes of `cases`' failures, linked to the first trial of each on its case page.
+fn cause_views<'a>(
+    cases: impl IntoIterator<Item = &'a (CaseJson, String)> + Clone,
+) -> Vec<CauseView> {
+    causes::group(cases.clone().into_iter().map(|(c, _)| c))
+        .into_iter()
+        .map(|cause| {
+            let found = cases.clone().into_iter().find_map(|(case, page)| {
+                let trial = case.trials.iter().find(|t| t.name == cause.first_trial)?;
+                Some((page, trial))
+            });
+            let (href, frame_href) = match found {
+                Some((page, trial)) => (
+                    format!("{page}#{}", check_anchor(&trial.check)),
+                    trial
+                        .frames
+                        .first()
+                        .map(|f| format!("{page}#{}", frame_anchor(*f))),
+                ),
+                None => (String::new(), None),
+            };
+            CauseView {
+                css: Grade::of(&cause.grade).css(),
+                cause,
+                href,
+                frame_href,
+            }
+        })
+        .collect()
+}
+
 /// One agent version of one run.
 #[derive(Debug, Clone)]
 pub struct AgentView {
@@ -216,6 +260,8 @@ pub struct AgentView {
     pub column_groups: Vec<ColumnGroup>,
     pub groups: Vec<ScenarioGroup>,
     pub attention: Vec<Attention>,
+    /// The failures grouped by cause, the security check's first.
+    pub causes: Vec<CauseView>,
     /// The cases in row order, with the page each one gets (relative to the run directory).
     pub cases: Vec<(CaseJson, String)>,
 }
@@ -242,6 +288,11 @@ pub struct RunView {
     pub counts: Counts,
     pub failing: usize,
     pub agents: Vec<AgentView>,
+    /// The failures of every agent version grouped by cause (links relative to `dir`).
+    pub causes: Vec<CauseView>,
+    /// Set when every failing case shares one case-level cause: the client command or profile
+    /// is the likely culprit (with the first case's stderr).
+    pub single_cause_hint: Option<String>,
 }
 
 impl RunView {
@@ -324,6 +375,9 @@ fn run_view(index: usize, loaded: &LoadedRun, dirs: &mut Unique) -> RunView {
         .collect();
     agents.sort_by(|a, b| cmp_agent_versions(&a.key, &b.key));
     let counts = Counts::of(run.cases.iter().flat_map(|c| &c.trials));
+    let causes = cause_views(agents.iter().flat_map(|a| &a.cases));
+    let plain: Vec<causes::Cause> = causes.iter().map(|c| c.cause.clone()).collect();
+    let single_cause_hint = causes::single_cause_hint(&plain, &run.cases);
     RunView {
         run: index,
         dir,
@@ -341,6 +395,8 @@ fn run_view(index: usize, loaded: &LoadedRun, dirs: &mut Unique) -> RunView {
         failing: counts.failing(strict),
         counts,
         agents,
+        causes,
+        single_cause_hint,
     }
 }
 
@@ -535,6 +591,7 @@ fn agent_view(
         column_groups,
         groups,
         attention,
+        causes: cause_views(&case_pages),
         cases: case_pages,
     }
 }
