@@ -44,6 +44,8 @@ pub struct Cause {
     pub trials: usize,
     /// The first trial (`<case>::<check>`): where the report links to.
     pub first_trial: String,
+    /// Every trial it covers, by name.
+    pub members: Vec<String>,
 }
 
 impl Cause {
@@ -72,12 +74,16 @@ impl Cause {
 pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
     let mut groups: BTreeMap<(Option<String>, String, String), Cause> = BTreeMap::new();
     let mut order: Vec<(Option<String>, String, String)> = Vec::new();
-    let mut add = |key: (Option<String>, String, String), case: &str, make: &dyn Fn() -> Cause| {
+    let mut add = |key: (Option<String>, String, String),
+                   case: &str,
+                   trial: &str,
+                   make: &dyn Fn() -> Cause| {
         let cause = groups.entry(key.clone()).or_insert_with(|| {
             order.push(key);
             make()
         });
         cause.trials += 1;
+        cause.members.push(trial.to_owned());
         if cause.cases.last().map(String::as_str) != Some(case) {
             cause.cases.push(case.to_owned());
         }
@@ -99,7 +105,7 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
                     format!("{} | {}", shape(reason), shape(signature)),
                 );
                 let example = end_example(case, signature);
-                add(key, &case.id, &|| Cause {
+                add(key, &case.id, &trial.name, &|| Cause {
                     check: None,
                     grade: trial.grade.clone(),
                     rule: None,
@@ -107,6 +113,7 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
                     cases: Vec::new(),
                     trials: 0,
                     first_trial: trial.name.clone(),
+                    members: Vec::new(),
                 });
                 continue;
             }
@@ -122,7 +129,7 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
                 trial.grade.clone(),
                 shape(&first),
             );
-            add(key, &case.id, &|| Cause {
+            add(key, &case.id, &trial.name, &|| Cause {
                 check: Some(trial.check.clone()),
                 grade: trial.grade.clone(),
                 rule: trial.rule.as_ref().map(|r| r.id.clone()),
@@ -130,6 +137,7 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
                 cases: Vec::new(),
                 trials: 0,
                 first_trial: trial.name.clone(),
+                members: Vec::new(),
             });
         }
     }

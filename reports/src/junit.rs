@@ -28,12 +28,26 @@ pub fn render(runs: &[LoadedRun], model: &Model) -> Result<String, ReportError> 
             } else {
                 agent.key.clone()
             };
+            // Each failing trial names its cause (crate::causes): CI views list trials, people
+            // read causes.
+            let cause_of: std::collections::HashMap<&str, (usize, &crate::causes::Cause)> = view
+                .causes
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| {
+                    c.cause
+                        .members
+                        .iter()
+                        .map(move |m| (m.as_str(), (i + 1, &c.cause)))
+                })
+                .collect();
             let mut suite = TestSuite::new(name);
             let mut ms = 0u64;
             for (case, _) in &agent.cases {
                 ms += case.duration_ms;
                 for trial in &case.trials {
-                    let mut test = TestCase::new(trial.check.clone(), status(trial, strict));
+                    let cause = cause_of.get(trial.name.as_str()).copied();
+                    let mut test = TestCase::new(trial.check.clone(), status(trial, strict, cause));
                     test.set_classname(case.short_id());
                     if Grade::of(&trial.grade).info.outcome == Outcome::Soft && !strict {
                         test.set_system_out(trial.failure_text());
@@ -53,18 +67,32 @@ pub fn render(runs: &[LoadedRun], model: &Model) -> Result<String, ReportError> 
     Ok(report.to_string()?)
 }
 
-fn status(trial: &TrialJson, strict: bool) -> TestCaseStatus {
+fn status(
+    trial: &TrialJson,
+    strict: bool,
+    cause: Option<(usize, &crate::causes::Cause)>,
+) -> TestCaseStatus {
     let grade = Grade::of(&trial.grade);
     let headline = message::headline(&trial.message);
     let non_success = |kind: NonSuccessKind, ty: &str| {
         let mut status = TestCaseStatus::non_success(kind);
         status.set_type(ty);
-        status.set_message(if headline.is_empty() {
+        let mut message = if headline.is_empty() {
             trial.grade.clone()
         } else {
             headline.clone()
-        });
-        status.set_description(trial.failure_text());
+        };
+        let mut description = trial.failure_text();
+        if let Some((n, cause)) = cause {
+            let cases = cause.cases.len();
+            message.push_str(&format!(
+                " [cause #{n}: {cases} case{}]",
+                if cases == 1 { "" } else { "s" }
+            ));
+            description = format!("cause #{n}: {}\n{description}", cause.line());
+        }
+        status.set_message(message);
+        status.set_description(description);
         status
     };
     match grade.info.outcome {

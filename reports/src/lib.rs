@@ -41,8 +41,12 @@ pub struct Written {
     pub single_cause_hint: Option<String>,
 }
 
-/// Writes the HTML report, `junit.xml` and `summary.md` into `out` (created if needed).
+/// Writes the HTML report, `junit.xml` and `summary.md` into `out` (created if needed). An
+/// earlier report in `out` is replaced whole (no case page of it is left behind); a non-empty
+/// directory that holds no report is refused, so a mistyped path never mixes pages into, or
+/// deletes, someone's files.
 pub fn write_report(runs: &[LoadedRun], out: &Path) -> Result<Written, ReportError> {
+    clear_earlier_report(out)?;
     let model = Model::new(runs);
     let index = html::write_html(runs, &model, out)?;
     let junit = out.join("junit.xml");
@@ -62,6 +66,43 @@ pub fn write_report(runs: &[LoadedRun], out: &Path) -> Result<Written, ReportErr
             .collect(),
         single_cause_hint: model.runs.iter().find_map(|r| r.single_cause_hint.clone()),
     })
+}
+
+/// Empties `out` if it holds an earlier report (its index.html names this crate as generator);
+/// refuses any other non-empty directory. A missing or empty `out` is left as it is.
+fn clear_earlier_report(out: &Path) -> Result<(), ReportError> {
+    let read = |source| ReportError::Read {
+        path: out.to_owned(),
+        source,
+    };
+    let mut entries = match std::fs::read_dir(out) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(read(e)),
+    };
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    let marker = "<meta name=\"generator\" content=\"acp-reports ";
+    let ours = std::fs::read_to_string(out.join("index.html")).is_ok_and(|t| t.contains(marker));
+    if !ours {
+        return Err(ReportError::NotAReportDir {
+            path: out.to_owned(),
+        });
+    }
+    for entry in std::fs::read_dir(out).map_err(read)? {
+        let path = entry.map_err(read)?.path();
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|source| ReportError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    Ok(())
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {

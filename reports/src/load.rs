@@ -31,6 +31,10 @@ pub enum ReportError {
     Render { what: String, source: askama::Error },
     #[error("cannot write JUnit XML: {0}")]
     Junit(#[from] quick_junit::SerializeError),
+    #[error(
+        "{path} is not empty and holds no earlier report (no index.html written by acp-reports): refusing to write the report into it; name an empty or new directory"
+    )]
+    NotAReportDir { path: PathBuf },
 }
 
 /// A run.json and the directory its transcripts are relative to.

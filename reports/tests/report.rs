@@ -207,10 +207,18 @@ fn junit_has_a_suite_per_agent_version_and_a_testcase_per_trial() {
         .unwrap();
     match &failing.status {
         quick_junit::TestCaseStatus::NonSuccess {
-            kind, description, ..
+            kind,
+            description,
+            message,
+            ..
         } => {
             assert_eq!(*kind, quick_junit::NonSuccessKind::Failure);
+            // The trial names its cause: the same finding in three cases is cause #1.
+            let message = message.as_ref().unwrap().as_str();
+            assert!(message.ends_with(" [cause #1: 3 cases]"), "{message}");
             let text = description.as_ref().unwrap().as_str();
+            let (cause, text) = text.split_once('\n').unwrap();
+            assert!(cause.starts_with("cause #1: 3 cases: "), "{cause}");
             let trial = run
                 .run
                 .cases
@@ -308,4 +316,26 @@ fn a_run_without_cases_makes_a_report_that_says_so() {
     );
     assert!(page(&pages, "summary.md").contains("no trials ran"));
     assert!(page(&pages, "junit.xml").contains("tests=\"0\""));
+}
+
+#[test]
+fn an_earlier_report_is_replaced_whole_and_other_directories_are_refused() {
+    let runs = all_fixtures();
+    let dir = tempfile::tempdir().unwrap();
+    write_report(&runs, dir.path()).unwrap();
+    // A page of the earlier report that the next one does not write is gone afterwards.
+    let stale = dir.path().join("stale-case.html");
+    std::fs::write(&stale, "old").unwrap();
+    write_report(&runs, dir.path()).unwrap();
+    assert!(!stale.exists(), "the earlier report was not replaced whole");
+    assert!(dir.path().join("index.html").exists());
+
+    // Someone's directory with other files in it is left untouched.
+    let theirs = tempfile::tempdir().unwrap();
+    let notes = theirs.path().join("notes.txt");
+    std::fs::write(&notes, "mine").unwrap();
+    let err = write_report(&runs, theirs.path()).unwrap_err().to_string();
+    assert!(err.contains("holds no earlier report"), "{err}");
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine");
+    assert!(!theirs.path().join("index.html").exists());
 }
