@@ -201,9 +201,14 @@ struct RunArgs {
     /// an entry naming no known check or trial is an error.
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
-    /// Rewrite the --baseline file from this run's failures (refused with --filter).
+    /// Rewrite the --baseline file from this run's failures (refused with --filter or --shard).
     #[arg(long, requires = "baseline")]
     bless: bool,
+    /// Run only slice K of N of the cases (e.g. `--shard 2/4`), to split a run across CI
+    /// runners. A case's slice comes from a stable hash of its id, so it stays put when cases
+    /// are added, and the N slices together run every case once.
+    #[arg(long, value_name = "K/N", value_parser = suite::Shard::parse)]
+    shard: Option<suite::Shard>,
 }
 
 fn main() -> ExitCode {
@@ -262,9 +267,16 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     if let Some(jobs) = args.jobs {
         cfg.jobs = jobs.max(1);
     }
-    let cases = suite::select_cases(&cfg.scenarios_dir, &args.filter)?;
+    let mut cases = suite::select_cases(&cfg.scenarios_dir, &args.filter)?;
     if cases.is_empty() {
         anyhow::bail!("no case matches the filter {:?}", args.filter);
+    }
+    if let Some(shard) = args.shard {
+        let selected = cases.len();
+        cases.retain(|c| shard.contains(&c.id));
+        if cases.is_empty() {
+            anyhow::bail!("shard {shard} holds none of the {selected} selected cases");
+        }
     }
     let baseline = load_baseline(&args, &cfg)?;
     // Fail on an unwritable --out before running anything.
@@ -322,6 +334,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         cfg: &cfg,
         strict: args.strict,
         filter: &args.filter,
+        shard: args.shard.map(|s| s.to_string()),
         started_unix_ms: u64::try_from(started_unix_ms).unwrap_or(u64::MAX),
         duration_ms: started.elapsed().as_millis() as u64,
         version_output,
@@ -401,6 +414,11 @@ fn load_baseline(args: &RunArgs, cfg: &RunConfig) -> Result<Option<Baseline>> {
     let Some(path) = &args.baseline else {
         return Ok(None);
     };
+    if args.bless && args.shard.is_some() {
+        anyhow::bail!(
+            "--bless rewrites the whole baseline, so it needs the whole suite: drop --shard"
+        );
+    }
     if args.bless && !args.filter.is_empty() {
         anyhow::bail!(
             "--bless rewrites the whole baseline, so it needs the whole suite: drop --filter"

@@ -77,6 +77,8 @@ pub struct RunHeader<'a> {
     pub cfg: &'a RunConfig,
     pub strict: bool,
     pub filter: &'a [String],
+    /// `--shard K/N`, when the run played one slice of the cases.
+    pub shard: Option<String>,
     pub started_unix_ms: u64,
     pub duration_ms: u64,
     /// What the profile's `version_command` printed (`{"name","version"}`), if it has one and
@@ -109,6 +111,7 @@ pub fn build(header: RunHeader<'_>, scenarios: &ScenarioInfo, results: &[CaseRes
             jobs: header.cfg.jobs,
             strict: header.strict,
             filter: (!header.filter.is_empty()).then(|| header.filter.join(" | ")),
+            shard: header.shard.clone(),
             scenarios_dir: header.cfg.scenarios_dir.display().to_string(),
         },
         started_unix_ms: header.started_unix_ms,

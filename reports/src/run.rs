@@ -118,6 +118,9 @@ pub struct RunConfigInfo {
     /// `--strict`: warn fails the run.
     pub strict: bool,
     pub filter: Option<String>,
+    /// `--shard K/N`: the run played one slice of the cases (absent when it played all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
     pub scenarios_dir: String,
 }
 

@@ -123,6 +123,7 @@ fn write_outputs(
         cfg,
         strict: false,
         filter: &[],
+        shard: None,
         started_unix_ms,
         duration_ms: started.elapsed().as_millis() as u64,
         version_output: None,
