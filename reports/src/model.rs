@@ -224,10 +224,19 @@ fn cause_views<'a>(
         .map(|cause| {
             let found = cases.clone().into_iter().find_map(|(case, page)| {
                 let trial = case.trials.iter().find(|t| t.name == cause.first_trial)?;
-                Some((page, trial))
+                Some((case, page, trial))
             });
             let (href, frame_href) = match found {
-                Some((page, trial)) => (
+                // A case that did not finish is explained by its stderr, not by any one check.
+                Some((case, page, _)) if cause.check.is_none() => {
+                    let at = if case.stderr_tail.is_empty() {
+                        "checks"
+                    } else {
+                        "stderr"
+                    };
+                    (format!("{page}#{at}"), None)
+                }
+                Some((_, page, trial)) => (
                     format!("{page}#{}", check_anchor(&trial.check)),
                     trial
                         .frames

@@ -2,7 +2,9 @@
 //! the matrix renders with its styles, a click leads to the failing agent version, another to the
 //! failing check, and its frame link lands on the highlighted frame in the wire log. The inline
 //! script runs under the page's Content-Security-Policy (the pretty-printer works), and the page
-//! with hostile client text has no element the text tried to inject. Screenshots are saved under
+//! with hostile client text has no element the text tried to inject. The index's "What to fix
+//! first" sections are checked as a DOM snapshot (`snapshots/browser__index_causes_dom.snap`,
+//! reviewed with `cargo insta review`), and the first cause's frame link lands on its frame. Screenshots are saved under
 //! `target/tmp/browser-report/screenshots/` for a person to look at.
 //!
 //! Needs Chromium (Debian: `apt-get install chromium`; or set CHROME to a Chrome binary). Without
@@ -85,6 +87,34 @@ fn location(tab: &Tab) -> String {
         .to_owned()
 }
 
+/// The "What to fix first" sections as rendered: one line per heading and per cause row (its
+/// text as shown, its links, and for a security-relevant row its border colour), then whether
+/// every section sits above the matrix, visible.
+fn causes_dom(tab: &Tab) -> String {
+    let js = r#"(() => {
+      const squash = t => t.replace(/\s+/g, ' ').trim();
+      const out = [];
+      const matrixTop = document.querySelector('#index-matrix').getBoundingClientRect().top;
+      for (const h of document.querySelectorAll('h2[id^="causes-"]')) {
+        const list = h.parentElement.querySelector(`#${h.id} ~ ol.causes`);
+        out.push(`## ${squash(h.textContent)}`);
+        for (const li of list.children) {
+          const mark = li.classList.contains('security')
+            ? ` [security, border ${getComputedStyle(li).borderLeftColor}]` : '';
+          out.push(`- ${squash(li.textContent)}${mark}`);
+          for (const a of li.querySelectorAll('a')) out.push(`    -> ${a.getAttribute('href')}`);
+        }
+        const r = list.getBoundingClientRect();
+        out.push(`(visible: ${list.offsetParent !== null && r.height > 0}, above the matrix: ${r.bottom <= matrixTop})`);
+      }
+      return out.join('\n');
+    })()"#;
+    eval(tab, js)
+        .as_str()
+        .expect("the causes as text")
+        .to_owned()
+}
+
 fn url_of(path: &Path) -> String {
     format!("file://{}", path.display())
 }
@@ -156,6 +186,26 @@ fn the_report_works_in_a_real_browser() {
         "grade colours come from the inline CSS"
     );
     screenshot(&tab, &shots, "1-index.png");
+    // The causes lead the page: a DOM snapshot of what a person sees of them (headings, rows,
+    // links, the security marker's colour, and where they sit), so a layout regression shows up
+    // as a snapshot diff for a person to review.
+    insta::assert_snapshot!("index_causes_dom", causes_dom(&tab));
+    // The first cause's frame link opens its case with that frame highlighted; then back.
+    click_and_wait(&tab, "ol.causes li a[href$='#f12']");
+    assert_eq!(
+        eval(
+            &tab,
+            "document.querySelector(':target') && document.querySelector(':target').classList.contains('cited')"
+        ),
+        true,
+        "the cause's frame is the highlighted :target of its case page"
+    );
+    tab.navigate_to(&url_of(&report.join("index.html")))
+        .unwrap()
+        .wait_until_navigated()
+        .unwrap();
+    tab.wait_for_element("#index-matrix")
+        .expect("the matrix again");
 
     // Click 1: the mutant against acme@1.0.
     click_and_wait(
