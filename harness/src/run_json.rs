@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use acp_fake_agents::scenario::Case;
+use acp_vocab::family::Family;
 use acp_vocab::transcript::Direction;
 use anyhow::{Context, Result};
 use serde_json::Value;
@@ -39,6 +40,7 @@ struct ScenarioFacts {
     requires: Vec<String>,
     /// `agent@version` of its profile.
     profile: Option<String>,
+    family: Option<Family>,
 }
 
 impl ScenarioInfo {
@@ -62,6 +64,7 @@ impl ScenarioInfo {
                     description: s.meta.description.clone(),
                     requires: s.meta.requires.clone(),
                     profile,
+                    family: s.meta.family,
                 },
             );
         }
@@ -220,6 +223,7 @@ pub fn case_json(result: &CaseResult, scenarios: &ScenarioInfo) -> CaseJson {
         description: facts.description,
         requires: facts.requires,
         profile: facts.profile,
+        family: facts.family,
         end: case_end(&record.end),
         duration_ms: result.duration.as_millis() as u64,
         transcript: transcript_file(&record.meta.case_id),

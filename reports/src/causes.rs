@@ -270,6 +270,7 @@ mod tests {
             description: None,
             requires: vec![],
             profile: None,
+            family: None,
             end,
             duration_ms: 0,
             transcript: String::new(),

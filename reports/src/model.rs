@@ -5,6 +5,8 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use acp_vocab::family::Family;
+
 use crate::causes::{self, Cause};
 use crate::grade::{GRADES, Grade};
 use crate::load::LoadedRun;
@@ -175,10 +177,34 @@ pub struct Row {
     pub end: String,
 }
 
+/// The scenarios of one family on an agent page (scenarios whose file names none form the last
+/// group, "Other scenarios").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FamilyGroup {
+    /// The family's id (anchor `family-<id>`), `other` for the scenarios without one.
+    pub id: &'static str,
+    pub title: &'static str,
+    pub scenarios: Vec<ScenarioGroup>,
+    /// True if any of its cases needs attention.
+    pub attention: bool,
+}
+
+impl FamilyGroup {
+    fn of(family: Option<Family>) -> FamilyGroup {
+        FamilyGroup {
+            id: family.map_or("other", Family::id),
+            title: family.map_or("Other scenarios", Family::title),
+            scenarios: Vec::new(),
+            attention: false,
+        }
+    }
+}
+
 /// The cases of one scenario (expanded `each` runs share one).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioGroup {
     pub scenario: String,
+    pub family: Option<Family>,
     pub title: String,
     pub file: String,
     pub rows: Vec<Row>,
@@ -267,7 +293,8 @@ pub struct AgentView {
     pub failing: usize,
     pub columns: Vec<Column>,
     pub column_groups: Vec<ColumnGroup>,
-    pub groups: Vec<ScenarioGroup>,
+    /// The matrix's rows: scenarios by family, in [`Family::ALL`] order.
+    pub families: Vec<FamilyGroup>,
     pub attention: Vec<Attention>,
     /// The failures grouped by cause, the security check's first.
     pub causes: Vec<CauseView>,
@@ -499,7 +526,15 @@ fn agent_view(
     pages: &mut Unique,
 ) -> AgentView {
     let strict = run.config.strict;
-    cases.sort_by(|a, b| a.scenario().cmp(b.scenario()).then(a.id.cmp(&b.id)));
+    // By family (in report order, scenarios without one last), then scenario and case.
+    cases.sort_by(|a, b| {
+        (a.family.is_none(), a.family, a.scenario(), &a.id).cmp(&(
+            b.family.is_none(),
+            b.family,
+            b.scenario(),
+            &b.id,
+        ))
+    });
     let mut columns = columns(run, &cases);
     let column_groups = group_columns(&mut columns);
     let page = format!("{}.html", pages.take(&key));
@@ -575,6 +610,7 @@ fn agent_view(
             }
             _ => groups.push(ScenarioGroup {
                 scenario: case.scenario().to_owned(),
+                family: case.family,
                 title: case.title.clone(),
                 file: case.file.clone(),
                 attention: row.attention,
@@ -598,11 +634,29 @@ fn agent_view(
         page,
         columns,
         column_groups,
-        groups,
+        families: by_family(groups),
         attention,
         causes: cause_views(&case_pages),
         cases: case_pages,
     }
+}
+
+/// Consecutive scenario groups of one family, as one family group each (the cases arrive sorted
+/// by family).
+fn by_family(groups: Vec<ScenarioGroup>) -> Vec<FamilyGroup> {
+    let mut families: Vec<FamilyGroup> = Vec::new();
+    for group in groups {
+        let family = match families.last_mut() {
+            Some(f) if f.id == group.family.map_or("other", Family::id) => f,
+            _ => {
+                families.push(FamilyGroup::of(group.family));
+                families.last_mut().expect("just pushed")
+            }
+        };
+        family.attention |= group.attention;
+        family.scenarios.push(group);
+    }
+    families
 }
 
 #[cfg(test)]

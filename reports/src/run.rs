@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use acp_vocab::family::Family;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -164,6 +165,10 @@ pub struct CaseJson {
     /// `agent@version` of the profile the scenario uses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// What part of a client's job the scenario exercises (absent when its file does not say,
+    /// and in run.json files written before families existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<Family>,
     pub end: CaseEnd,
     pub duration_ms: u64,
     /// Path of the transcript (JSON Lines of transcript entries), relative to run.json.

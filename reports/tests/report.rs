@@ -7,6 +7,7 @@ mod common;
 use std::path::Path;
 
 use acp_reports::{LoadedRun, write_report};
+use acp_vocab::family::Family;
 use common::{all_fixtures, attr_values, load, pages};
 
 fn written(
@@ -284,6 +285,56 @@ fn unknown_grades_are_shown_under_their_name_and_fail_in_junit() {
     assert!(case_page.contains(">flaky<"));
     assert!(page(&pages, "junit.xml").contains("type=\"unknown grade &quot;flaky&quot;\""));
     assert!(page(&pages, "index.html").contains("1 failing"));
+}
+
+#[test]
+fn agent_pages_group_scenarios_by_family_in_report_order() {
+    let mut run = load("reference");
+    // The fixture's scenarios carry no family (it predates them): give some one, out of order.
+    let scenarios: Vec<String> = {
+        let mut ids: Vec<String> = run
+            .run
+            .cases
+            .iter()
+            .map(|c| c.scenario().to_owned())
+            .collect();
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    assert!(scenarios.len() >= 3, "{scenarios:?}");
+    let family_of = |scenario: &str| match scenarios.iter().position(|s| s == scenario) {
+        Some(0) => Some(Family::Cancel),
+        Some(1) => Some(Family::Setup),
+        _ => None,
+    };
+    for case in &mut run.run.cases {
+        case.family = family_of(case.scenario());
+    }
+    let (_dir, pages) = written(&[run]);
+    let agent = page(&pages, "acp-reference-client-0.1.0/acme-1.0.html");
+    let setup = agent.find("id=\"family-setup\"").expect("a setup heading");
+    let cancel = agent
+        .find("id=\"family-cancel\"")
+        .expect("a cancel heading");
+    let other = agent
+        .find("id=\"family-other\"")
+        .expect("an Other scenarios heading");
+    assert!(
+        setup < cancel && cancel < other,
+        "setup, cancel, then the rest"
+    );
+    assert!(agent.contains(Family::Setup.title()) && agent.contains("Other scenarios"));
+    // Each scenario's rows sit under its own family's heading.
+    let row_of = |scenario: &str| {
+        agent
+            .find(&format!("<code>{scenario}</code>"))
+            .unwrap_or_else(|| panic!("no row for {scenario}"))
+    };
+    assert!(setup < row_of(&scenarios[1]) && row_of(&scenarios[1]) < cancel);
+    assert!(cancel < row_of(&scenarios[0]) && row_of(&scenarios[0]) < other);
+    assert!(other < row_of(&scenarios[2]));
+    assert_eq!(agent.matches("class=\"family-row").count(), 3);
 }
 
 #[test]

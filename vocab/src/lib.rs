@@ -6,12 +6,14 @@
 //! * [`note`] — the harness's own notes between the frames ([`note::Note`]).
 //! * [`control`] — the control plane's [`control::Command`]s and [`control::Event`]s
 //!   (harness/CONTROL.md).
+//! * [`family`] — what part of a client's job a scenario exercises ([`family::Family`]).
 //! * [`modes`] — what a client shows of a session's modes and config options.
 //! * [`policy`] — what a client declares it approves by itself.
 //! * [`run_end`] — how a case's run ended ([`run_end::RunEnd`]).
 //!
 //! The crate has no I/O and no policy: it says what the words are, not what to do with them.
 pub mod control;
+pub mod family;
 pub mod modes;
 pub mod note;
 pub mod policy;

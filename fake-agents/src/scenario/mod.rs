@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acp_vocab::control::CommandType;
+use acp_vocab::family::Family;
 use acp_vocab::note::FaultKind;
 use serde_json::Value;
 
@@ -60,6 +61,9 @@ pub struct ScenarioMeta {
     pub title: String,
     pub agent: String,
     pub version: String,
+    /// What part of a client's job it exercises; `None` when the file does not say (the report
+    /// then lists it under "Other scenarios").
+    pub family: Option<Family>,
     pub provenance: Vec<String>,
     /// Dotted paths into the client's `clientCapabilities` that must be `true`.
     pub requires: Vec<String>,

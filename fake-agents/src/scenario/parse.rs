@@ -9,6 +9,7 @@ mod setup_entries;
 mod steps;
 mod user;
 
+use acp_vocab::family::Family;
 use serde_json::Value;
 
 use super::raw::{RawFile, S};
@@ -84,6 +85,21 @@ pub fn parse(file: &str, text: &str, profiles: &Profiles) -> Result<Scenario, Sc
                 ));
             }
         },
+    };
+
+    let family = match &meta.family {
+        None => None,
+        Some(name) => Some(Family::from_id(name.get_ref()).ok_or_else(|| {
+            let known: Vec<&str> = Family::ALL.iter().map(|f| f.id()).collect();
+            src.err(
+                name.span().start,
+                format!(
+                    "unknown family {:?} (known: {})",
+                    name.get_ref(),
+                    known.join(", ")
+                ),
+            )
+        })?),
     };
 
     let mut requires = Vec::new();
@@ -166,6 +182,7 @@ pub fn parse(file: &str, text: &str, profiles: &Profiles) -> Result<Scenario, Sc
             title: meta.title.get_ref().clone(),
             agent: meta.agent.get_ref().clone(),
             version: meta.version.get_ref().clone(),
+            family,
             provenance: meta
                 .provenance
                 .get_ref()

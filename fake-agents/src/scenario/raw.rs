@@ -39,6 +39,7 @@ pub struct RawMeta {
     pub agent: S,
     pub version: S,
     pub profile: Option<S>,
+    pub family: Option<S>,
     pub provenance: Spanned<Vec<S>>,
     pub requires: Option<Vec<S>>,
     pub description: Option<String>,

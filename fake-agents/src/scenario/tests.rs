@@ -447,6 +447,33 @@ fn handshake_needs_a_profile_and_profiles_must_exist() {
 }
 
 #[test]
+fn family_is_optional_and_checked() {
+    let text = format!("{}[[step]]\ndelay_ms = 1\n", HEAD);
+    assert_eq!(
+        parse("t.toml", &text, &profiles()).unwrap().meta.family,
+        None
+    );
+    let with = |family: &str| {
+        format!(
+            "{}[[step]]\ndelay_ms = 1\n",
+            HEAD.replace(
+                "[scenario]\n",
+                &format!("[scenario]\nfamily = \"{family}\"\n")
+            )
+        )
+    };
+    let scenario = parse("t.toml", &with("cancel"), &profiles()).unwrap();
+    assert_eq!(scenario.meta.family, Some(Family::Cancel));
+    let e = parse("t.toml", &with("permission"), &profiles()).unwrap_err();
+    assert!(
+        e.message
+            .contains("unknown family \"permission\" (known: setup, tool-calls, permissions,"),
+        "{e}"
+    );
+    assert_eq!(e.line, 2, "{e}");
+}
+
+#[test]
 fn faults_are_checked() {
     err_at(
         "[[step]]\nfault = \"melt\"\n",
@@ -932,4 +959,98 @@ bind = {{ terminalId = "/terminalId" }}
         0,
         "bind",
     );
+}
+
+/// The "Families" table of scenarios/README.md: family id → (heading, matrix row names).
+fn families_table() -> Vec<(String, String, Vec<String>)> {
+    let readme =
+        std::fs::read_to_string(scenarios_root().join("README.md")).expect("scenarios/README.md");
+    readme
+        .lines()
+        .skip_while(|l| !l.starts_with("### Families"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split(" | ").map(str::trim).collect();
+            assert_eq!(cells.len(), 3, "a Families row has 3 cells: {l}");
+            let rows = cells[2].split(" · ").map(str::to_owned).collect();
+            (
+                cells[0].trim_matches('`').to_owned(),
+                cells[1].to_owned(),
+                rows,
+            )
+        })
+        .collect()
+}
+
+/// Every family is in the README's Families table, once, with the heading the report prints;
+/// every coverage-matrix row belongs to exactly one family ("every `deceptive:` row" stands for the
+/// rows starting so); every shipped scenario names a family, and one the matrix agrees with: the
+/// family of a row that names its id (in any version's column), when a row does.
+#[test]
+fn families_follow_the_coverage_matrix() {
+    let table = families_table();
+    let ids: Vec<&str> = table.iter().map(|(id, _, _)| id.as_str()).collect();
+    let all: Vec<&str> = Family::ALL.iter().map(|f| f.id()).collect();
+    assert_eq!(
+        ids, all,
+        "the Families table lists every family once, in order"
+    );
+    for (id, heading, _) in &table {
+        let family = Family::from_id(id).unwrap();
+        assert_eq!(heading, family.title(), "heading of `{id}`");
+    }
+    let (_, rows) = coverage_matrix();
+    let family_of_row = |row: &str| -> Vec<Family> {
+        table
+            .iter()
+            .filter(|(_, _, names)| {
+                names.iter().any(|n| {
+                    n == row || (n == "every `deceptive:` row" && row.starts_with("deceptive: "))
+                })
+            })
+            .map(|(id, _, _)| Family::from_id(id).unwrap())
+            .collect()
+    };
+    let mut problems = Vec::new();
+    for row in &rows {
+        let families = family_of_row(&row[0]);
+        if families.len() != 1 {
+            problems.push(format!(
+                "matrix row `{}` belongs to {} families in the Families table",
+                row[0],
+                families.len()
+            ));
+        }
+    }
+    let (scenarios, errors) = load_dir(scenarios_root());
+    assert!(errors.is_empty(), "{errors:?}");
+    for scenario in &scenarios {
+        let meta = &scenario.meta;
+        let Some(family) = meta.family else {
+            problems.push(format!("{}: no `family`", scenario.path.display()));
+            continue;
+        };
+        let naming: Vec<Family> = rows
+            .iter()
+            .filter(|r| {
+                r[1..]
+                    .iter()
+                    .any(|cell| named_ids(cell).contains(&meta.id.as_str()))
+            })
+            .flat_map(|r| family_of_row(&r[0]))
+            .collect();
+        if !naming.is_empty() && !naming.contains(&family) {
+            problems.push(format!(
+                "{}@{}/{}: family `{}`, but the matrix rows naming it are {:?}",
+                meta.agent,
+                meta.version,
+                meta.id,
+                family.id(),
+                naming.iter().map(|f| f.id()).collect::<Vec<_>>()
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }

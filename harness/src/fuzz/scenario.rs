@@ -111,7 +111,10 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
         "title = {}",
         basic(&format!("Fuzz regression: {summary}"))
     );
-    let _ = writeln!(w, "agent = \"{AGENT}\"\nversion = \"{VERSION}\"");
+    let _ = writeln!(
+        w,
+        "agent = \"{AGENT}\"\nversion = \"{VERSION}\"\nfamily = \"permissions\""
+    );
     let _ = writeln!(
         w,
         "provenance = [\n  \"fuzz/README.md (permission_mapping target; fuzz-to-scenario)\",\n  \"ACP spec rules R43, R44, R52, R56–R60 (judge/rules.toml)\",\n]"
