@@ -10,6 +10,7 @@ use acp_harness::output::{is_failing, progress_line, summary_table, wire_log};
 use acp_harness::run_json;
 use acp_harness::runner::{self, RunConfig};
 use acp_harness::suite;
+use acp_reports::report_pages::ReportPages;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
@@ -138,9 +139,17 @@ struct DiffArgs {
     old: PathBuf,
     /// The later run.json.
     new: PathBuf,
-    /// Also write the diff as an HTML page to this file.
+    /// Also write the diff as an HTML page to this file. Each changed trial links to its case
+    /// page in both runs' reports, when they are on disk (see --old-report, --new-report).
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
+    /// The earlier run's report, for the HTML page's links [default: the `report/` folder next
+    /// to OLD, if it holds one].
+    #[arg(long, value_name = "DIR", requires = "html")]
+    old_report: Option<PathBuf>,
+    /// The later run's report [default: the `report/` folder next to NEW, if it holds one].
+    #[arg(long, value_name = "DIR", requires = "html")]
+    new_report: Option<PathBuf>,
     /// A case is slower if it took this many percent longer…
     #[arg(long, value_name = "PERCENT", default_value_t = 50.0)]
     slower_pct: f64,
@@ -529,9 +538,32 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
         slower_pct: args.slower_pct,
         slower_ms: args.slower_ms,
     };
-    let d = acp_reports::diff::diff(&old, &new, thresholds);
+    let mut d = acp_reports::diff::diff(&old, &new, thresholds);
     print!("{}", acp_reports::diff::text(&d));
     if let Some(path) = &args.html {
+        let old_report = ReportPages::locate(&old, args.old_report.as_deref())?;
+        let new_report = ReportPages::locate(&new, args.new_report.as_deref())?;
+        let page_dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        acp_reports::diff::link_reports(
+            &mut d,
+            old_report.as_ref(),
+            new_report.as_ref(),
+            &page_dir,
+        );
+        for (side, report, run) in [
+            ("old", &old_report, &args.old),
+            ("new", &new_report, &args.new),
+        ] {
+            if report.is_none() {
+                println!(
+                    "note: no report next to the {side} run ({}): its trials are not linked (--{side}-report DIR names one)",
+                    run.display()
+                );
+            }
+        }
         let html = acp_reports::diff::html(&d)?;
         std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))?;
         println!("html: {}", path.display());

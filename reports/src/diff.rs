@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 
 use askama::Template;
 
@@ -16,6 +17,7 @@ use crate::html::{Chrome, Crumb};
 use crate::load::{LoadedRun, ReportError};
 use crate::message;
 use crate::model::{duration, timestamp};
+use crate::report_pages::ReportPages;
 use crate::run::{CaseJson, RunJson, TrialJson};
 
 /// When a case counts as slower.
@@ -56,6 +58,10 @@ pub struct TrialChange {
     /// First finding lines.
     pub old_headline: String,
     pub new_headline: String,
+    /// The trial on each run's case page, relative to the diff page ([`link_reports`]); `None`
+    /// when that run's report is not on disk or has no page for it.
+    pub old_href: Option<String>,
+    pub new_href: Option<String>,
 }
 
 /// A case that got slower.
@@ -203,6 +209,27 @@ fn change(name: &str, old: Option<&TrialJson>, new: Option<&TrialJson>) -> Trial
         new_css: css(new),
         old_headline: headline(old),
         new_headline: headline(new),
+        old_href: None,
+        new_href: None,
+    }
+}
+
+/// Links every changed trial of `d` into the two runs' reports, for a diff page written into the
+/// directory `page_dir`. A side without a report (`None`) keeps its trials unlinked.
+pub fn link_reports(
+    d: &mut RunDiff,
+    old: Option<&ReportPages>,
+    new: Option<&ReportPages>,
+    page_dir: &Path,
+) {
+    for change in d
+        .new_failures
+        .iter_mut()
+        .chain(d.fixed.iter_mut())
+        .chain(d.changed.iter_mut())
+    {
+        change.old_href = old.and_then(|r| r.trial_href(&change.trial, page_dir));
+        change.new_href = new.and_then(|r| r.trial_href(&change.trial, page_dir));
     }
 }
 

@@ -4,7 +4,8 @@
 //! * [`write_report`]: a static HTML report (`index.html`: clients × agent versions; a page per
 //!   agent version: scenarios × checks; a page per case: the checks, the cited frames and the
 //!   numbered wire log), `junit.xml` and `summary.md` (for `$GITHUB_STEP_SUMMARY`).
-//! * [`diff`]: what changed between two runs, as text and as an HTML page.
+//! * [`diff`]: what changed between two runs, as text and as an HTML page that links each
+//!   changed trial into both runs' reports ([`report_pages`]) when they are on disk.
 //!
 //! The run.json format itself is defined here ([`run`]); the harness writes it with these types.
 //! This crate does not depend on the harness.
@@ -18,6 +19,7 @@ pub mod load;
 pub mod markdown;
 pub mod message;
 pub mod model;
+pub mod report_pages;
 pub mod run;
 pub mod slug;
 pub mod transcript;
@@ -40,6 +42,9 @@ pub struct Written {
     /// The first run's sentence when every failing case of it shares one case-level cause.
     pub single_cause_hint: Option<String>,
 }
+
+/// What every index.html this crate writes carries (base.html), so an earlier report is known.
+const GENERATOR_MARKER: &str = "<meta name=\"generator\" content=\"acp-reports ";
 
 /// Writes the HTML report, `junit.xml` and `summary.md` into `out` (created if needed). An
 /// earlier report in `out` is replaced whole (no case page of it is left behind); a non-empty
@@ -83,9 +88,7 @@ fn clear_earlier_report(out: &Path) -> Result<(), ReportError> {
     if entries.next().is_none() {
         return Ok(());
     }
-    let marker = "<meta name=\"generator\" content=\"acp-reports ";
-    let ours = std::fs::read_to_string(out.join("index.html")).is_ok_and(|t| t.contains(marker));
-    if !ours {
+    if !report_pages::is_report(out) {
         return Err(ReportError::NotAReportDir {
             path: out.to_owned(),
         });

@@ -35,6 +35,8 @@ pub enum ReportError {
         "{path} is not empty and holds no earlier report (no index.html written by acp-reports): refusing to write the report into it; name an empty or new directory"
     )]
     NotAReportDir { path: PathBuf },
+    #[error("{path} holds no report written by acp-reports (no index.html of ours in it)")]
+    NotAReport { path: PathBuf },
 }
 
 /// A run.json and the directory its transcripts are relative to.

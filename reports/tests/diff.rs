@@ -3,7 +3,9 @@
 
 mod common;
 
-use acp_reports::diff::{Thresholds, diff, html, text};
+use acp_reports::diff::{Thresholds, diff, html, link_reports, text};
+use acp_reports::report_pages::ReportPages;
+use acp_reports::write_report;
 use common::load;
 
 #[test]
@@ -168,4 +170,63 @@ fn thresholds_need_both_the_percentage_and_the_milliseconds() {
         slower_ms: 100,
     };
     assert_eq!(diff(&old, &new, loose).slower.len(), old.run.cases.len());
+}
+
+/// The diff page links each changed trial into both runs' reports: every link opens a case page
+/// that exists and lands on that trial's section; a run whose report is not on disk gets none,
+/// and a directory that holds no report is refused by name.
+#[test]
+fn the_diff_page_links_each_changed_trial_into_both_reports() {
+    let reference = load("reference");
+    let mutant = load("always-command");
+    let tmp = tempfile::tempdir().unwrap();
+    let (old_dir, new_dir) = (tmp.path().join("old/report"), tmp.path().join("new/report"));
+    write_report(std::slice::from_ref(&reference), &old_dir).unwrap();
+    write_report(std::slice::from_ref(&mutant), &new_dir).unwrap();
+    let page_dir = tmp.path().join("pages");
+    std::fs::create_dir_all(&page_dir).unwrap();
+
+    let old = ReportPages::locate(&reference, Some(&old_dir)).unwrap();
+    let new = ReportPages::locate(&mutant, Some(&new_dir)).unwrap();
+    let mut d = diff(&reference, &mutant, Thresholds::default());
+    link_reports(&mut d, old.as_ref(), new.as_ref(), &page_dir);
+    assert_eq!(d.new_failures.len(), 3);
+    let page = html(&d).unwrap();
+    for change in &d.new_failures {
+        for (href, report) in [(&change.old_href, "old"), (&change.new_href, "new")] {
+            let href = href
+                .as_deref()
+                .unwrap_or_else(|| panic!("{}: no {report} link", change.trial));
+            assert!(href.starts_with(&format!("../{report}/report/")), "{href}");
+            assert!(
+                page.contains(&format!("href=\"{href}\"")),
+                "{href} not on the page"
+            );
+            let (file, anchor) = href.split_once('#').unwrap();
+            let target = std::fs::read_to_string(page_dir.join(file))
+                .unwrap_or_else(|e| panic!("{href} opens no page: {e}"));
+            assert!(
+                target.contains(&format!("id=\"{anchor}\"")),
+                "{href}: no #{anchor}"
+            );
+            let check = change.trial.split_once("::").unwrap().1;
+            assert_eq!(anchor, format!("check-{check}"));
+        }
+    }
+
+    // Without a report on disk, nothing is linked (the fixtures have no report/ next to them).
+    assert_eq!(ReportPages::locate(&reference, None).unwrap(), None);
+    let mut unlinked = diff(&reference, &mutant, Thresholds::default());
+    link_reports(&mut unlinked, None, new.as_ref(), &page_dir);
+    assert!(
+        unlinked
+            .new_failures
+            .iter()
+            .all(|c| c.old_href.is_none() && c.new_href.is_some())
+    );
+    assert!(!html(&unlinked).unwrap().contains("class=\"before\""));
+
+    // A named directory without a report is an error that names it.
+    let err = ReportPages::locate(&reference, Some(&page_dir)).unwrap_err();
+    assert!(err.to_string().contains("holds no report"), "{err}");
 }
