@@ -18,7 +18,7 @@
 //! the agent advertised `loadSession` at all is the `initialize` check's (R25, R28); an agent
 //! version that advertises no `loadSession` leaves nothing here to grade.
 
-use acp_vocab::control::{Event, HistoryEntry, HistoryKind, Message, SessionLoaded};
+use acp_vocab::control::{Command, Event, HistoryEntry, HistoryKind, SessionLoaded};
 use acp_vocab::transcript::Direction;
 use serde_json::Value;
 
@@ -134,7 +134,7 @@ impl Check for SessionLoad {
 /// R143: the refused load is the user's to see, and not shown as a loaded session.
 fn refused(
     problems: &mut Problems,
-    events: &[(usize, Event)],
+    events: &[(usize, &Event)],
     load: usize,
     answer: usize,
     session_id: &str,
@@ -287,14 +287,12 @@ pub fn fold<'a>(updates: impl Iterator<Item = &'a Value>) -> Vec<HistoryEntry> {
 }
 
 /// The adapter's control events, typed, with their transcript indices.
-fn control_events(case: &CaseRecord) -> Vec<(usize, Event)> {
+fn control_events(case: &CaseRecord) -> Vec<(usize, &Event)> {
+    // The events as the transcript already parsed them (once per entry, for every check).
     case.transcript
         .iter()
         .filter(|e| e.direction == Direction::AdapterToHarness)
-        .filter_map(|e| match serde_json::from_value(e.json.clone()?) {
-            Ok(Message::Event(ev)) => Some((e.index, ev)),
-            _ => None,
-        })
+        .filter_map(|e| Some((e.index, e.event()?)))
         .collect()
 }
 
@@ -302,13 +300,9 @@ fn control_events(case: &CaseRecord) -> Vec<(usize, Event)> {
 fn load_commands(case: &CaseRecord) -> Vec<(usize, String)> {
     case.transcript
         .iter()
-        .filter(|e| e.direction == Direction::HarnessToAdapter)
-        .filter_map(|e| {
-            let j = e.json.as_ref()?;
-            if j.get("type")?.as_str()? != "load_session" {
-                return None;
-            }
-            Some((e.index, j.get("sessionId")?.as_str()?.to_owned()))
+        .filter_map(|e| match e.command()? {
+            Command::LoadSession { session_id, .. } => Some((e.index, session_id.clone())),
+            _ => None,
         })
         .collect()
 }

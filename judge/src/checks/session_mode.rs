@@ -24,7 +24,7 @@ use serde_json::Value;
 use super::{Check, Finding, Problems};
 use crate::record::CaseRecord;
 use crate::wire_model::{Side, WireModel};
-use acp_vocab::control::{Event, Message};
+use acp_vocab::control::Event;
 use acp_vocab::transcript::Direction;
 
 pub struct SessionMode;
@@ -120,9 +120,8 @@ impl Check for SessionMode {
                 if !shows {
                     continue;
                 }
-                let Some(Ok(Message::Event(event))) =
-                    entry.json.clone().map(serde_json::from_value::<Message>)
-                else {
+                // The event as the transcript already parsed it (once per entry, for every check).
+                let Some(event) = entry.event() else {
                     continue;
                 };
                 judged |= self.shown(event, index, &mut sessions, &mut problems);
@@ -277,7 +276,7 @@ impl SessionMode {
     /// One `mode` or `config_option` event: was it set by the agent? True if it was one.
     fn shown(
         &self,
-        event: Event,
+        event: &Event,
         index: usize,
         sessions: &mut BTreeMap<String, SessionState>,
         problems: &mut Problems,
@@ -300,7 +299,7 @@ impl SessionMode {
                         &[index],
                     );
                 }
-                state.shown_mode = Some((m.mode_id, index));
+                state.shown_mode = Some((m.mode_id.clone(), index));
                 true
             }
             Event::ConfigOption(c) => {
@@ -316,7 +315,7 @@ impl SessionMode {
                         &[index],
                     );
                 }
-                option.shown = Some((c.value, index));
+                option.shown = Some((c.value.clone(), index));
                 true
             }
             _ => false,
