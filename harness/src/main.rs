@@ -84,14 +84,36 @@ enum Command {
     /// Make the HTML report, junit.xml and summary.md from run.json files (one per client).
     ///
     /// Writes DIR/index.html (clients × agent versions), a page per agent version and per case,
-    /// DIR/junit.xml and DIR/summary.md (for $GITHUB_STEP_SUMMARY). Exits 0 once written,
-    /// whatever the grades; 2 if a run.json cannot be read.
+    /// DIR/junit.xml and DIR/summary.md (for $GITHUB_STEP_SUMMARY). The run.json files of
+    /// `run --shard K/N` runs of one client (same --client, harness version and N) are merged
+    /// into one run first, as if one runner had played every case. Exits 0 once written,
+    /// whatever the grades (1 on failing trials with --exit-code); 2 if a run.json cannot be
+    /// read or shards do not fit together.
     Report {
         /// run.json files, e.g. acp-results/run.json.
         #[arg(required = true, value_name = "RUN_JSON")]
         runs: Vec<PathBuf>,
         /// Where the report goes.
         #[arg(long, value_name = "DIR", default_value = "acp-report")]
+        out: PathBuf,
+        /// Exit 1 when a trial fails, as `run` does (for a CI job that reports merged shards).
+        #[arg(long)]
+        exit_code: bool,
+    },
+    /// Merge the run.json files of `run --shard K/N` runs into one run.json (with the
+    /// transcripts copied next to it), for `diff` and for keeping as a baseline run.
+    ///
+    /// Example:  acp-harness merge shard-1/run.json shard-2/run.json shard-3/run.json --out all
+    ///
+    /// Shards fit together when they tested the same --client with the same harness version,
+    /// N, --strict and --filter, and hold disjoint cases; otherwise the command says which file
+    /// does not fit and exits 2. Slices missing from the set are named in config.shard (`1+3/4`).
+    Merge {
+        /// run.json files of the shards.
+        #[arg(required = true, value_name = "RUN_JSON")]
+        runs: Vec<PathBuf>,
+        /// A new directory for the merged run.json and its transcripts.
+        #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
     /// Compare two runs: new failures, fixed, changed failure messages, cases added or removed,
@@ -226,7 +248,12 @@ fn main() -> ExitCode {
         Command::Run(args) => run(args),
         Command::List(args) => list(args),
         Command::Replay { case_id, common } => replay(&case_id, common),
-        Command::Report { runs, out } => report(&runs, &out),
+        Command::Report {
+            runs,
+            out,
+            exit_code,
+        } => report(&runs, &out, exit_code),
+        Command::Merge { runs, out } => merge(&runs, &out),
         Command::Grade(args) => acp_harness::offline::grade(&args),
         Command::Rules(args) => acp_harness::offline::rules(&args),
         Command::Diff(args) => diff(args),
@@ -518,13 +545,59 @@ fn replay(case_id: &str, common: CommonArgs) -> Result<ExitCode> {
     })
 }
 
-fn report(runs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
-    let loaded = acp_reports::load_runs(runs)?;
+fn report(runs: &[PathBuf], out: &std::path::Path, exit_code: bool) -> Result<ExitCode> {
+    let loaded = merged_runs(runs)?;
     let written = acp_reports::write_report(&loaded, out)?;
     println!("report:  {}", written.index.display());
     println!("junit:   {}", written.junit.display());
     println!("summary: {}", written.summary.display());
     println!("{} failing trials", written.failing);
+    Ok(if exit_code && written.failing > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The runs in `paths`, the shards of each run merged into one (saying so).
+fn merged_runs(paths: &[PathBuf]) -> Result<Vec<acp_reports::LoadedRun>> {
+    let loaded = acp_reports::load_runs(paths)?;
+    let given = loaded.len();
+    let merged = acp_reports::merge::merge_shards(loaded)?;
+    for run in merged.iter().filter(|r| r.is_merged()) {
+        let whole = run
+            .run
+            .config
+            .shard
+            .as_ref()
+            .map_or_else(|| "every slice".to_owned(), |s| format!("slices {s} only"));
+        println!(
+            "merged shards of {} ({whole}): {} cases",
+            run.run.client.display_name(),
+            run.run.cases.len()
+        );
+    }
+    if merged.len() < given {
+        let n = merged.len();
+        println!(
+            "{given} run.json files, {n} run{}",
+            if n == 1 { "" } else { "s" }
+        );
+    }
+    Ok(merged)
+}
+
+fn merge(runs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
+    let merged = merged_runs(runs)?;
+    let [run] = merged.as_slice() else {
+        anyhow::bail!(
+            "these {} run.json files are {} runs, not the shards of one: shards share --client, harness version and N (see `acp-harness merge --help`)",
+            runs.len(),
+            merged.len()
+        );
+    };
+    let path = acp_reports::merge::write_run(run, out)?;
+    println!("run.json: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
 

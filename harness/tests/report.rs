@@ -276,3 +276,37 @@ fn the_ci_workflow_uses_flags_and_paths_that_exist() {
         assert!(workflow.contains(path), "the workflow uses {path}");
     }
 }
+
+#[test]
+fn the_sharded_ci_workflow_uses_commands_and_flags_that_exist() {
+    let workflow = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../ci/conformance-sharded.yml"
+    ))
+    .unwrap();
+    let help = |command: &str| {
+        let out = harness().args([command, "--help"]).output().unwrap();
+        assert!(out.status.success(), "`{command} --help` runs");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let (run, merge, report) = (help("run"), help("merge"), help("report"));
+    for (flag, help) in [
+        ("--shard", &run),
+        ("--client", &run),
+        ("--scenarios", &run),
+        ("--out", &merge),
+        ("--exit-code", &report),
+    ] {
+        assert!(help.contains(flag), "{flag} is in its command's --help");
+        assert!(workflow.contains(flag), "the workflow uses {flag}");
+    }
+    for used in [
+        "acp-harness merge shards/*/run.json --out acp-results",
+        "acp-harness report acp-results/run.json",
+        "shard: [1, 2, 3, 4]",
+        "--shard ${{ matrix.shard }}/4",
+        "acp-results/transcripts/",
+    ] {
+        assert!(workflow.contains(used), "the workflow has {used}");
+    }
+}

@@ -4,6 +4,7 @@
 //! * [`write_report`]: a static HTML report (`index.html`: clients × agent versions; a page per
 //!   agent version: scenarios × checks; a page per case: the checks, the cited frames and the
 //!   numbered wire log), `junit.xml` and `summary.md` (for `$GITHUB_STEP_SUMMARY`).
+//! * [`merge`]: the shards of one run (`run --shard K/N`) as one run, for the report and `diff`.
 //! * [`diff`]: what changed between two runs, as text and as an HTML page that links each
 //!   changed trial into both runs' reports ([`report_pages`]) when they are on disk.
 //!
@@ -17,6 +18,7 @@ pub mod html;
 pub mod junit;
 pub mod load;
 pub mod markdown;
+pub mod merge;
 pub mod message;
 pub mod model;
 pub mod report_pages;

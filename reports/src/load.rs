@@ -37,6 +37,8 @@ pub enum ReportError {
     NotAReportDir { path: PathBuf },
     #[error("{path} holds no report written by acp-reports (no index.html of ours in it)")]
     NotAReport { path: PathBuf },
+    #[error("cannot merge {path} with the other shards: {reason}")]
+    Merge { path: PathBuf, reason: String },
 }
 
 /// A run.json and the directory its transcripts are relative to.
@@ -48,6 +50,9 @@ pub struct LoadedRun {
     /// Transcripts already in memory, by the case's `transcript` path: the run that just wrote
     /// them hands them over instead of having them read back and parsed again.
     in_memory: BTreeMap<String, Transcript>,
+    /// For a run merged from shards ([`crate::merge`]): the directory each case's transcript path
+    /// is relative to (its shard's), by case id. Empty for a run read from one run.json.
+    case_dirs: BTreeMap<String, PathBuf>,
 }
 
 impl LoadedRun {
@@ -57,7 +62,26 @@ impl LoadedRun {
             path: path.into(),
             run,
             in_memory: BTreeMap::new(),
+            case_dirs: BTreeMap::new(),
         }
+    }
+
+    /// The same run, each case's transcript read relative to the directory given for its id.
+    pub(crate) fn with_case_dirs(mut self, case_dirs: BTreeMap<String, PathBuf>) -> Self {
+        self.case_dirs = case_dirs;
+        self
+    }
+
+    /// True for a run merged from shards: its cases come from several run.json files.
+    pub fn is_merged(&self) -> bool {
+        !self.case_dirs.is_empty()
+    }
+
+    /// The directory `case`'s relative paths start from.
+    pub fn case_dir(&self, case: &CaseJson) -> &Path {
+        self.case_dirs
+            .get(&case.id)
+            .map_or_else(|| self.dir(), PathBuf::as_path)
     }
 
     /// The same run, with transcripts already in memory, keyed by the cases' `transcript` paths
@@ -78,11 +102,7 @@ impl LoadedRun {
         if let Some(transcript) = self.in_memory.get(&case.transcript) {
             return Cow::Borrowed(transcript);
         }
-        let rel = Path::new(&case.transcript);
-        let inside = rel
-            .components()
-            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-        if case.transcript.is_empty() || !inside {
+        let Some(rel) = transcript_path(case) else {
             return Cow::Owned(Transcript {
                 missing: Some(format!(
                     "transcript path {:?} is not inside the run's directory",
@@ -90,9 +110,19 @@ impl LoadedRun {
                 )),
                 ..Transcript::default()
             });
-        }
-        Cow::Owned(transcript::read(&self.dir().join(rel)))
+        };
+        Cow::Owned(transcript::read(&self.case_dir(case).join(rel)))
     }
+}
+
+/// `case`'s transcript path, if it stays inside the run's directory (a report only ever reads
+/// the files the run wrote).
+pub(crate) fn transcript_path(case: &CaseJson) -> Option<&Path> {
+    let rel = Path::new(&case.transcript);
+    let inside = rel
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    (!case.transcript.is_empty() && inside).then_some(rel)
 }
 
 /// Reads and checks one run.json.

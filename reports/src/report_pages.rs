@@ -31,6 +31,8 @@ impl ReportPages {
                     path: dir.to_owned(),
                 });
             }
+            // A merged run's run.json files each sit next to the report of one shard only.
+            None if run.is_merged() => return Ok(None),
             None => match run.path.parent().map(|p| p.join("report")) {
                 Some(next_to_run) if is_report(&next_to_run) => next_to_run,
                 _ => return Ok(None),
