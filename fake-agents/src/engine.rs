@@ -142,13 +142,44 @@ pub enum UserAction {
 
 /// Carries out user actions (the control plane, or instructions printed for a person).
 pub trait UserDriver: Send {
-    /// Does `action`, giving up after `timeout`; `Err` explains what could not be done (it ends
-    /// the run as incomplete).
+    /// Does `action`, giving up after `timeout`; `Err` says why it was not done.
     fn act(
         &mut self,
         action: UserAction,
         timeout: Duration,
-    ) -> impl Future<Output = Result<(), String>> + Send;
+    ) -> impl Future<Output = Result<(), UserFailure>> + Send;
+}
+
+/// Why a user action was not done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UserFailure {
+    /// The user could not do it (no card, option not presented, a write that blocked): the run
+    /// ends incomplete at that step.
+    Failed(String),
+    /// The scenario's premise does not hold for this client, so nothing of the case can be
+    /// judged: e.g. it cancels "while a request is pending", and the client answered the request
+    /// by itself before the user could. The run ends not applicable, with this reason.
+    NotApplicable(String),
+}
+
+impl std::fmt::Display for UserFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            UserFailure::Failed(reason) | UserFailure::NotApplicable(reason) => f.write_str(reason),
+        }
+    }
+}
+
+impl From<String> for UserFailure {
+    fn from(reason: String) -> Self {
+        UserFailure::Failed(reason)
+    }
+}
+
+impl From<&str> for UserFailure {
+    fn from(reason: &str) -> Self {
+        UserFailure::Failed(reason.to_owned())
+    }
 }
 
 /// How a run ended: the shared vocabulary's run end. The engine ends a run `Completed`,

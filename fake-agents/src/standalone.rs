@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::engine::{self, AgentConn, Connector, EngineConfig, RunEnd, UserAction, UserDriver};
+use crate::engine::{
+    self, AgentConn, Connector, EngineConfig, RunEnd, UserAction, UserDriver, UserFailure,
+};
 use crate::scenario;
 use crate::wire::DEFAULT_MAX_FRAME;
 use acp_vocab::transcript::Recorder;
@@ -62,7 +64,7 @@ impl UserDriver for PrintingUser {
         &mut self,
         action: UserAction,
         _timeout: Duration,
-    ) -> impl Future<Output = Result<(), String>> + Send {
+    ) -> impl Future<Output = Result<(), UserFailure>> + Send {
         say(&format!("YOU: {}", instruction(&action)));
         async { Ok(()) }
     }

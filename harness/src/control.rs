@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use acp_fake_agents::engine::{UserAction, UserDriver};
+use acp_fake_agents::engine::{UserAction, UserDriver, UserFailure};
 use acp_fake_agents::wire::{Frame, FrameReader};
 use acp_vocab::control::{ApprovalResolved, ClientInfo, Command, Event, Hello, ResolvedBy};
 use acp_vocab::note::Note;
@@ -327,7 +327,16 @@ pub enum HandshakeError {
 }
 
 impl UserDriver for ControlPlane {
-    async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), String> {
+    async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), UserFailure> {
+        // The adapter does what the user does, or says it cannot: never a premise that fails.
+        self.perform(action, timeout)
+            .await
+            .map_err(UserFailure::Failed)
+    }
+}
+
+impl ControlPlane {
+    async fn perform(&mut self, action: UserAction, timeout: Duration) -> Result<(), String> {
         // Half the step: a blocked write is then reported as such, before the step gives up.
         self.write_limit = timeout / 2;
         match action {

@@ -6,16 +6,18 @@
 //! `user_choose`, `user_choose_skipped`) so checks know the user acted.
 //!
 //! [`playable`] says up front which scenarios such a client cannot play at all (two prompts, no
-//! way to cancel, a cancel that needs a pending request from a client that never leaves one
-//! pending): those cases grade `not_applicable` with the reason instead of failing on a
-//! limitation of the profile.
+//! way to cancel): those cases grade `not_applicable` with the reason instead of failing on a
+//! limitation of the profile. A cancel "while a request is pending" is played against a client
+//! whose policy does not prompt too: the user cancels once the request has waited a moment
+//! unanswered, and if the client answered it by itself first, the case is `not_applicable` then
+//! (nothing was pending), with the frame of that answer.
 
 use std::time::Duration;
 
-use acp_fake_agents::engine::{UserAction, UserDriver};
+use acp_fake_agents::engine::{UserAction, UserDriver, UserFailure};
 use acp_fake_agents::scenario::{Case, StepKind, UserStep};
 use acp_vocab::note::Note;
-use acp_vocab::transcript::Recorder;
+use acp_vocab::transcript::{Direction, Recorder};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -91,18 +93,8 @@ pub fn playable(case: &Case, spec: &ClientSpec) -> Result<(), String> {
         } if pending_cancels < cancels => Err(format!(
             "the profile of {name} cancels by typing at its permission prompt only; this scenario cancels when no request is pending"
         )),
-        _ if pending_cancels > 0 && !asks => {
-            let policy = spec
-                .wire
-                .policy
-                .as_ref()
-                .map_or("its own policy".to_owned(), |p| {
-                    format!("its policy `{}`", p.name)
-                });
-            Err(format!(
-                "{name} answers every permission request at once by {policy}, so no request is pending when the user cancels; this scenario cancels while one is (use a profile whose policy prompts)"
-            ))
-        }
+        // A policy that does not prompt is no proof that the client answers at once (some never
+        // answer): such a cancel is played, and [`WireOnlyUser`] finds out at run time.
         _ => Ok(()),
     }
 }
@@ -128,7 +120,7 @@ pub struct WireOnlyUser {
 }
 
 impl UserDriver for WireOnlyUser {
-    async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), String> {
+    async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), UserFailure> {
         match action {
             UserAction::NewSession { .. } | UserAction::Prompt { .. } => Ok(()),
             // Never reached: `playable` refuses a scenario with any of these before the client
@@ -145,10 +137,9 @@ impl UserDriver for WireOnlyUser {
                 request_id,
                 option_id,
                 offered,
-            } => {
-                self.choose(&request_id, &option_id, &offered, timeout)
-                    .await
-            }
+            } => Ok(self
+                .choose(&request_id, &option_id, &offered, timeout)
+                .await?),
             UserAction::Cancel {
                 session,
                 pending_request,
@@ -156,6 +147,11 @@ impl UserDriver for WireOnlyUser {
                 if let Some(request) = &pending_request {
                     if self.prompts() {
                         self.observer.wait_prompting(request, timeout).await?;
+                    } else if let Some(at) = self.answered_within(request, PENDING_MOMENT).await {
+                        return Err(UserFailure::NotApplicable(format!(
+                            "{} answered request {request} by itself (#{at}) before the user could cancel, so nothing was pending; this scenario cancels while a request is (a profile whose policy prompts can play it)",
+                            self.spec.name
+                        )));
                     }
                 }
                 let session_id = self
@@ -169,7 +165,7 @@ impl UserDriver for WireOnlyUser {
                     by: Some(self.spec.wire.cancel.describe()),
                 });
                 self.observer.user(UserAct::Cancelled);
-                self.cancel(timeout).await
+                Ok(self.cancel(timeout).await?)
             }
         }
     }
@@ -185,9 +181,39 @@ pub(crate) fn note_choose_skipped(rec: &Recorder, request_id: &Value, option_id:
     });
 }
 
+/// How long a request must have waited unanswered before the user cancels "while it is
+/// pending", for a client that answers by its own policy: a person does not press Stop within a
+/// millisecond, and a client that answers by itself does so at once.
+const PENDING_MOMENT: Duration = Duration::from_millis(300);
+
 impl WireOnlyUser {
     fn prompts(&self) -> bool {
         self.spec.wire.policy.as_ref().is_some_and(|p| p.prompts)
+    }
+
+    /// The transcript index of the client's answer to the agent's request `request`, if it comes
+    /// within `wait`; `None` while the request stays unanswered.
+    async fn answered_within(&self, request: &Value, wait: Duration) -> Option<usize> {
+        let deadline = tokio::time::Instant::now() + wait;
+        let mut from = 0;
+        loop {
+            let mut answer = None;
+            from = self.rec.visit_from(from, |entry| {
+                let answers = entry.direction == Direction::ClientToAgent
+                    && entry.json.as_ref().is_some_and(|j| {
+                        j.get("method").is_none()
+                            && j.get("id") == Some(request)
+                            && (j.get("result").is_some() || j.get("error").is_some())
+                    });
+                if answers && answer.is_none() {
+                    answer = Some(entry.index);
+                }
+            });
+            if answer.is_some() || tokio::time::Instant::now() >= deadline {
+                return answer;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     async fn choose(
@@ -377,7 +403,7 @@ mod tests {
     }
 
     #[test]
-    fn cancels_need_a_method_and_a_pending_request_needs_a_prompting_policy() {
+    fn cancels_need_a_method_and_typed_cancels_need_the_prompt() {
         let cancel = scenario(&format!("{PROMPT}[[step]]\nuser = \"cancel\"\n"));
         let pending = scenario(&format!(
             "{PROMPT}{PERM}[[step]]\nuser = \"cancel\"\npending = \"perm\"\n"
@@ -385,11 +411,9 @@ mod tests {
         let err = playable(&cancel, &spec(Cancel::None, false)).unwrap_err();
         assert!(err.contains("no [cancel]"), "{err}");
         assert!(playable(&cancel, &spec(Cancel::Signal("SIGINT".into()), false)).is_ok());
-        let err = playable(&pending, &spec(Cancel::Signal("SIGINT".into()), false)).unwrap_err();
-        assert!(
-            err.contains("answers every permission request at once"),
-            "{err}"
-        );
+        // A policy that does not prompt may still leave the request pending: played, and found
+        // out at run time (tests/wire_only.rs).
+        assert!(playable(&pending, &spec(Cancel::Signal("SIGINT".into()), false)).is_ok());
         assert!(playable(&pending, &spec(Cancel::Signal("SIGINT".into()), true)).is_ok());
         let keys = Cancel::Stdin {
             input: "\u{3}".into(),

@@ -10,7 +10,10 @@
 //! * failures of one check whose first lines differ only in frame numbers, ids, numbers and
 //!   paths are one group;
 //! * a crash's key includes its stderr signature (the last non-empty stderr line, shaped the same
-//!   way), so two different crashes stay apart.
+//!   way), so two different crashes stay apart;
+//! * a client that died after the user pressed Stop (a cancel signal that kills it) is the
+//!   `cancel-stop` finding of that case: the case's dead trials join that cause instead of
+//!   making one of their own.
 //!
 //! Groups are ordered: the security check (`auto-approval`) first, then by the number of cases,
 //! then by name. JUnit keeps one test case per trial; it names the group in the message.
@@ -22,10 +25,13 @@ use regex::Regex;
 
 use crate::grade::Grade;
 use crate::message::headline;
-use crate::run::CaseJson;
+use crate::run::{CaseJson, TrialJson};
 
 /// The check whose failures are security findings (a client approved something by itself).
 pub const SECURITY_CHECK: &str = "auto-approval";
+
+/// The check that judges what a client does on Stop.
+const CANCEL_CHECK: &str = "cancel-stop";
 
 /// One cause: the failures that share it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,12 +96,28 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
     };
     for case in cases {
         let unfinished = !matches!(case.end.kind.as_str(), "completed" | "not_applicable");
+        // A client that died after the user pressed Stop (killed by the cancel signal, say)
+        // broke cancellation, and `cancel-stop` says how: its dead trials are that cause.
+        let died_on_stop = (case.end.kind == "crash")
+            .then(|| {
+                case.trials.iter().find(|t| {
+                    t.check == CANCEL_CHECK && matches!(t.grade.as_str(), "fail" | "warn")
+                })
+            })
+            .flatten();
         for trial in &case.trials {
             let grade = Grade::of(&trial.grade);
             if !grade.needs_attention() {
                 continue;
             }
             let verdictless = matches!(trial.grade.as_str(), "crash" | "timeout" | "error");
+            if let (true, Some(cancel)) = (verdictless, died_on_stop) {
+                let (key, first) = finding_key(cancel);
+                add(key, &case.id, &trial.name, &|| {
+                    finding_cause(cancel, &first)
+                });
+                continue;
+            }
             if unfinished && verdictless {
                 let reason = case.end.reason().unwrap_or_default();
                 let signature = stderr_signature(&case.stderr_tail);
@@ -117,28 +139,8 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
                 });
                 continue;
             }
-            // A check with several findings marks each (`- [fail] …`): the marker is the grade,
-            // already part of the key.
-            let first = headline(&trial.message);
-            let first = match first.strip_prefix('[').and_then(|r| r.split_once("] ")) {
-                Some((marker, rest)) if Grade::of(marker).needs_attention() => rest.to_owned(),
-                _ => first,
-            };
-            let key = (
-                Some(trial.check.clone()),
-                trial.grade.clone(),
-                shape(&first),
-            );
-            add(key, &case.id, &trial.name, &|| Cause {
-                check: Some(trial.check.clone()),
-                grade: trial.grade.clone(),
-                rule: trial.rule.as_ref().map(|r| r.id.clone()),
-                example: first.clone(),
-                cases: Vec::new(),
-                trials: 0,
-                first_trial: trial.name.clone(),
-                members: Vec::new(),
-            });
+            let (key, first) = finding_key(trial);
+            add(key, &case.id, &trial.name, &|| finding_cause(trial, &first));
         }
     }
     let mut out: Vec<Cause> = order
@@ -152,6 +154,37 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
             .then(b.cases.len().cmp(&a.cases.len()))
     });
     out
+}
+
+/// The group key of a check's finding, and its first line (what the cause shows).
+fn finding_key(trial: &TrialJson) -> ((Option<String>, String, String), String) {
+    // A check with several findings marks each (`- [fail] …`): the marker is the grade, already
+    // part of the key.
+    let first = headline(&trial.message);
+    let first = match first.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+        Some((marker, rest)) if Grade::of(marker).needs_attention() => rest.to_owned(),
+        _ => first,
+    };
+    let key = (
+        Some(trial.check.clone()),
+        trial.grade.clone(),
+        shape(&first),
+    );
+    (key, first)
+}
+
+/// A new cause for `trial`'s finding, shown as `first`.
+fn finding_cause(trial: &TrialJson, first: &str) -> Cause {
+    Cause {
+        check: Some(trial.check.clone()),
+        grade: trial.grade.clone(),
+        rule: trial.rule.as_ref().map(|r| r.id.clone()),
+        example: first.to_owned(),
+        cases: Vec::new(),
+        trials: 0,
+        first_trial: trial.name.clone(),
+        members: Vec::new(),
+    }
 }
 
 /// When every failing case shares one case-level cause, the client command or profile is the
@@ -320,6 +353,38 @@ mod tests {
             causes[0].line(),
             "3 cases: session/new #4 has cwd \".\" for session ses_0, not /tmp/acp-case-0/work (session-cwd fail, R32)"
         );
+    }
+
+    #[test]
+    fn a_client_killed_on_stop_is_one_cancel_stop_cause() {
+        let killed = |id: &str| {
+            case(
+                id,
+                crash("the client exited before the scenario ended: exit code 130 (…)"),
+                "KeyboardInterrupt\n",
+                ["jsonrpc", "schema", "turn-end"]
+                    .iter()
+                    .map(|c| trial(id, c, "crash", "the client crashed"))
+                    .chain([trial(
+                        id,
+                        "cancel-stop",
+                        "fail",
+                        "after the user cancel #10 the client never sent session/cancel",
+                    )])
+                    .collect(),
+            )
+        };
+        let causes = group(&[killed("a@1/x"), killed("b@2/x")]);
+        assert_eq!(causes.len(), 1, "{causes:#?}");
+        assert_eq!(causes[0].check.as_deref(), Some("cancel-stop"));
+        assert_eq!(causes[0].cases, ["a@1/x", "b@2/x"]);
+        assert_eq!(causes[0].trials, 8, "every trial of both cases");
+        // A crash without a cancel-stop finding stays a case of its own.
+        let mut alone = killed("c@1/x");
+        alone.trials.retain(|t| t.check != "cancel-stop");
+        let causes = group(&[alone]);
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].check, None);
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl Connector for OneConn {
 /// A user driver that reports each action to the test and fails on request.
 struct TestUser {
     seen: mpsc::UnboundedSender<UserAction>,
-    fail_with: Option<String>,
+    fail_with: Option<UserFailure>,
 }
 
 impl UserDriver for TestUser {
@@ -62,7 +62,7 @@ impl UserDriver for TestUser {
         &mut self,
         action: UserAction,
         _timeout: Duration,
-    ) -> impl Future<Output = Result<(), String>> + Send {
+    ) -> impl Future<Output = Result<(), UserFailure>> + Send {
         let _ = self.seen.send(action);
         let result = match &self.fail_with {
             Some(m) => Err(m.clone()),
@@ -136,7 +136,7 @@ impl Run {
 struct Opts {
     case: usize,
     step_timeout: Duration,
-    fail_with: Option<String>,
+    fail_with: Option<UserFailure>,
     connect: bool,
 }
 
@@ -598,6 +598,27 @@ async fn a_failing_user_action_makes_the_run_incomplete() {
         RunEnd::Incomplete { step: 1, reason } => assert_eq!(
             reason,
             "step 1 (t.toml:11): the adapter has no approval card for request 0"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_user_action_whose_premise_does_not_hold_makes_the_run_not_applicable() {
+    let run = start(
+        &format!("[vars]\nfile = \"x\"\n{PERM}"),
+        Opts {
+            fail_with: Some(UserFailure::NotApplicable(
+                "the client answered request 0 by itself before the user could cancel".into(),
+            )),
+            ..Opts::default()
+        },
+    );
+    let (out, _, _) = run.outcome().await;
+    match &out.end {
+        RunEnd::NotApplicable { reason } => assert_eq!(
+            reason,
+            "the client answered request 0 by itself before the user could cancel"
         ),
         other => panic!("{other:?}"),
     }

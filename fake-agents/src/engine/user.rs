@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
-use super::{Connector, Engine, StepResult, Stop, UserAction, UserDriver};
+use super::{Connector, Engine, StepResult, Stop, UserAction, UserDriver, UserFailure};
 use crate::scenario::{Choice, Step, UserStep};
 
 pub(super) struct Queued {
@@ -21,7 +21,24 @@ pub(super) struct Queued {
 #[derive(Debug, Default, Clone)]
 pub(super) struct UserProgress {
     pub(super) done: usize,
-    pub(super) failed: Option<(usize, String)>,
+    /// The step whose action was not done, and how the run ends for it.
+    pub(super) failed: Option<(usize, Ended)>,
+}
+
+/// How a user action that was not done ends the run.
+#[derive(Debug, Clone)]
+pub(super) enum Ended {
+    Incomplete(String),
+    NotApplicable(String),
+}
+
+impl Ended {
+    fn stop(self, step: usize) -> Stop {
+        match self {
+            Ended::Incomplete(reason) => Stop::Incomplete { step, reason },
+            Ended::NotApplicable(reason) => Stop::NotApplicable(reason),
+        }
+    }
 }
 
 /// Runs queued user actions one after another; never returns (the engine's future ends the
@@ -35,17 +52,20 @@ pub(super) async fn drive_user<U: UserDriver>(
         let ms = q.timeout.as_millis();
         let result = match tokio::time::timeout(q.timeout, user.act(q.action, q.timeout)).await {
             Ok(r) => r,
-            Err(_) => Err(format!("the user action did not finish within {ms} ms")),
+            Err(_) => Err(format!("the user action did not finish within {ms} ms").into()),
         };
-        match result {
-            Ok(()) => progress.send_modify(|p| p.done += 1),
-            Err(message) => {
-                progress.send_modify(|p| {
-                    p.failed = Some((q.step, format!("{}: {message}", q.step_ref)))
-                });
-                break;
+        let ended = match result {
+            Ok(()) => {
+                progress.send_modify(|p| p.done += 1);
+                continue;
             }
-        }
+            Err(UserFailure::Failed(message)) => {
+                Ended::Incomplete(format!("{}: {message}", q.step_ref))
+            }
+            Err(UserFailure::NotApplicable(reason)) => Ended::NotApplicable(reason),
+        };
+        progress.send_modify(|p| p.failed = Some((q.step, ended)));
+        break;
     }
     std::future::pending().await
 }
@@ -68,17 +88,14 @@ pub(super) async fn guard<F: Future>(
     };
     tokio::select! {
         out = fut => Ok(out),
-        (step, reason) = failed => Err(Stop::Incomplete { step, reason }),
+        (step, ended) = failed => Err(ended.stop(step)),
     }
 }
 
 impl<'a, C: Connector> Engine<'a, C> {
     pub(super) fn check_user(&self) -> StepResult {
         match &self.progress.borrow().failed {
-            Some((step, reason)) => Err(Stop::Incomplete {
-                step: *step,
-                reason: reason.clone(),
-            }),
+            Some((step, ended)) => Err(ended.clone().stop(*step)),
             None => Ok(()),
         }
     }
@@ -226,7 +243,7 @@ impl<'a, C: Connector> Engine<'a, C> {
             Err(_) => return Err(Stop::Harness("the user driver stopped".into())),
         };
         match state.failed {
-            Some((step, reason)) => Err(Stop::Incomplete { step, reason }),
+            Some((step, ended)) => Err(ended.stop(step)),
             None => Ok(()),
         }
     }

@@ -279,7 +279,7 @@ impl Live {
     async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), Stop> {
         match self.plane.act(action, timeout).await {
             Ok(()) => Ok(()),
-            Err(reason) => Err(self.plane_stop(reason)),
+            Err(failure) => Err(self.plane_stop(failure.to_string())),
         }
     }
 
