@@ -239,10 +239,18 @@ fn the_report_works_in_a_real_browser() {
     assert_eq!(
         eval(
             &tab,
-            "[...document.querySelectorAll('#agent-matrix tbody tr')].filter(r => r.offsetParent !== null).length"
+            "[...document.querySelectorAll('#agent-matrix tbody tr:not(.family-row)')].filter(r => r.offsetParent !== null).length"
         ),
         2,
         "only the two failing cases stay visible"
+    );
+    assert_eq!(
+        eval(
+            &tab,
+            "[...document.querySelectorAll('#agent-matrix tbody tr.family-row')].filter(r => r.offsetParent !== null).length"
+        ),
+        1,
+        "and the heading of their family (the fixtures name none: \"Other scenarios\")"
     );
 
     // Click 2: the failing cell of edit-approve × subject-kind opens the case at that check.
