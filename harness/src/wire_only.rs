@@ -15,6 +15,7 @@
 use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver, UserFailure};
+use acp_fake_agents::matching::is_response;
 use acp_fake_agents::scenario::{Case, StepKind, UserStep};
 use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Recorder};
@@ -200,11 +201,10 @@ impl WireOnlyUser {
             let mut answer = None;
             from = self.rec.visit_from(from, |entry| {
                 let answers = entry.direction == Direction::ClientToAgent
-                    && entry.json.as_ref().is_some_and(|j| {
-                        j.get("method").is_none()
-                            && j.get("id") == Some(request)
-                            && (j.get("result").is_some() || j.get("error").is_some())
-                    });
+                    && entry
+                        .json
+                        .as_ref()
+                        .is_some_and(|j| is_response(j) && j.get("id") == Some(request));
                 if answers && answer.is_none() {
                     answer = Some(entry.index);
                 }

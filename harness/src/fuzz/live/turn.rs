@@ -156,9 +156,7 @@ impl Live {
 
 /// A response (result or error) to request `id`.
 fn is_response(json: &Value, id: &Value) -> bool {
-    json.get("method").is_none()
-        && json.get("id") == Some(id)
-        && (json.get("result").is_some() || json.get("error").is_some())
+    acp_fake_agents::matching::is_response(json) && json.get("id") == Some(id)
 }
 
 /// The adapter showed the approval card of `request_id` among these entries.
