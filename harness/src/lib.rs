@@ -13,6 +13,7 @@ pub mod coverage;
 pub mod fuzz;
 pub mod launch;
 pub mod locate;
+pub mod nextest_cache;
 pub mod observe;
 pub mod offline;
 pub mod output;

@@ -10,6 +10,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::baseline::Baseline;
 use crate::client_spec::ClientSpec;
+use crate::nextest_cache::{RunCache, Verdict};
 use crate::output::is_failing;
 use crate::runner::{self, CaseResult, RunConfig};
 use acp_judge::checks::{Grade, all_checks};
@@ -112,6 +113,9 @@ struct Shared {
     strict: bool,
     /// `ACP_HARNESS_BASELINE`: expected failures (crate::baseline).
     baseline: Option<Baseline>,
+    /// Under cargo-nextest, where every trial is a process: the verdicts the run's processes
+    /// share, so each case is played once (crate::nextest_cache).
+    run_cache: Option<RunCache>,
 }
 
 fn shared(dir: &Path) -> Result<&'static Shared, String> {
@@ -140,6 +144,7 @@ fn shared(dir: &Path) -> Result<&'static Shared, String> {
                         .enable_all()
                         .build()?,
                     strict: std::env::var("ACP_HARNESS_STRICT").is_ok_and(|v| v == "1"),
+                    run_cache: RunCache::from_env(),
                 })
             };
             setup().map_err(|e| format!("{e:#}"))
@@ -179,36 +184,31 @@ pub fn conformance_main() -> std::process::ExitCode {
     let mut trials = Vec::new();
     for case in cases {
         let case = Arc::new(case);
-        let cell: Arc<OnceLock<CaseResult>> = Arc::new(OnceLock::new());
+        let cell: Arc<OnceLock<Vec<Verdict>>> = Arc::new(OnceLock::new());
         for check in all_checks() {
             let name = format!("{}::{}", case.id, check.id());
             let (case, cell, dir) = (Arc::clone(&case), Arc::clone(&cell), dir.clone());
             let check_id = check.id();
             trials.push(Trial::test(name, move || {
                 let shared = shared(&dir).map_err(Failed::from)?;
-                let result = cell.get_or_init(|| {
-                    shared
-                        .runtime
-                        .block_on(runner::run_case(&case, &shared.client, &shared.cfg))
-                });
-                let mut trial = result
-                    .trials
-                    .iter()
-                    .find(|t| t.check == check_id)
-                    .cloned()
+                let play = || play_case(&case, shared);
+                let verdicts = match &shared.run_cache {
+                    Some(cache) => cache.get_or_play(&case.id, play)?,
+                    None => cell.get_or_init(play).clone(),
+                };
+                let verdict = verdicts
+                    .into_iter()
+                    .find(|v| v.check == check_id)
                     .ok_or_else(|| Failed::from(format!("check {check_id} produced no trial")))?;
-                if let Some(b) = &shared.baseline {
-                    b.apply_trial(&case.id, &mut trial);
-                }
-                if is_failing(trial.grade, shared.strict) {
-                    Err(format!("[{}]\n{}", trial.grade.as_str(), trial.failure_text()).into())
+                if is_failing(verdict.grade, shared.strict) {
+                    Err(format!("[{}]\n{}", verdict.grade.as_str(), verdict.text).into())
                 } else {
-                    if matches!(trial.grade, Grade::Warn | Grade::Expected) {
+                    if matches!(verdict.grade, Grade::Warn | Grade::Expected) {
                         eprintln!(
                             "{}: {}::{check_id}: {}",
-                            trial.grade.as_str(),
+                            verdict.grade.as_str(),
                             case.id,
-                            trial.failure_text()
+                            verdict.text
                         );
                     }
                     Ok(())
@@ -217,6 +217,27 @@ pub fn conformance_main() -> std::process::ExitCode {
         }
     }
     libtest_mimic::run(&args, trials).exit_code()
+}
+
+/// Plays a case and grades it: every check's verdict, after the baseline.
+fn play_case(case: &Case, shared: &Shared) -> Vec<Verdict> {
+    let result = shared
+        .runtime
+        .block_on(runner::run_case(case, &shared.client, &shared.cfg));
+    result
+        .trials
+        .into_iter()
+        .map(|mut trial| {
+            if let Some(b) = &shared.baseline {
+                b.apply_trial(&case.id, &mut trial);
+            }
+            Verdict {
+                check: trial.check.to_string(),
+                grade: trial.grade,
+                text: trial.failure_text(),
+            }
+        })
+        .collect()
 }
 
 fn single_failure(name: &str, message: String, args: &Arguments) -> std::process::ExitCode {
@@ -256,14 +277,19 @@ impl Shard {
 
     /// True if the case `id` belongs to this slice.
     pub fn contains(&self, id: &str) -> bool {
-        // FNV-1a, 64 bits: stable across Rust versions and platforms, unlike the std hasher.
-        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-        for byte in id.bytes() {
-            hash ^= u64::from(byte);
-            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-        hash % u64::from(self.n) == u64::from(self.k - 1)
+        case_hash(id) % u64::from(self.n) == u64::from(self.k - 1)
     }
+}
+
+/// A stable hash of a case id: FNV-1a, 64 bits, the same across Rust versions and platforms
+/// (unlike the std hasher), so shards and cache file names stay put.
+pub fn case_hash(id: &str) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in id.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
 }
 
 impl std::fmt::Display for Shard {
