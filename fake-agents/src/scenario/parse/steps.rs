@@ -6,7 +6,9 @@ use toml::Spanned;
 
 use super::{Ctx, Offered, R, list_ids};
 use crate::scenario::raw::{KIND_KEYS, RawOn, RawStep};
-use crate::scenario::{Expect, Expected, OPTION_KINDS, OnCase, Reply, Step, StepKind, When};
+use crate::scenario::{
+    Expect, Expected, JsonText, OPTION_KINDS, OnCase, Reply, Step, StepKind, When,
+};
 use crate::template;
 
 impl Ctx<'_> {
@@ -154,7 +156,10 @@ impl Ctx<'_> {
                         Some(name)
                     }
                 };
-                StepKind::Send { frame, alias }
+                StepKind::Send {
+                    frame: JsonText::new(s.get_ref()),
+                    alias,
+                }
             }
             "await" => {
                 let alias = r.await_.as_ref().expect("present");
