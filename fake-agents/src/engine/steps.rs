@@ -40,6 +40,7 @@ impl<'a, C: Connector> Engine<'a, C> {
                 self.reply(step, &msg, reply, timeout).await
             }
             StepKind::Send { frame, alias } => {
+                let frame = frame.value().map_err(|m| self.harness(step, m))?;
                 let frame = self.fill_send(step, frame)?;
                 self.write(step, &to_bytes(&frame), timeout).await?;
                 if let Some(alias) = alias {
@@ -222,8 +223,7 @@ impl<'a, C: Connector> Engine<'a, C> {
     }
 
     /// Fills a `send` frame; a top-level `"id":"${id}"` becomes the next fresh request id.
-    pub(super) fn fill_send(&mut self, step: &Step, frame: &Value) -> Result<Value, Stop> {
-        let mut frame = frame.clone();
+    pub(super) fn fill_send(&mut self, step: &Step, mut frame: Value) -> Result<Value, Stop> {
         let fresh = frame
             .get("id")
             .and_then(Value::as_str)

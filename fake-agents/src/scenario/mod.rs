@@ -103,7 +103,8 @@ pub enum StepKind {
     /// `expect initialize` → `${profile.initialize}`, then `expect session/new` →
     /// `${profile.session_new}`.
     Handshake,
-    Expect(Expect),
+    /// Boxed: the largest kind by far, and a step's size is every step's size.
+    Expect(Box<Expect>),
     /// Answer a client request remembered with `as`.
     ReplyTo {
         alias: String,
@@ -111,7 +112,7 @@ pub enum StepKind {
     },
     /// Send a frame (a template); `alias` names it if it is a request.
     Send {
-        frame: Value,
+        frame: JsonText,
         alias: Option<String>,
     },
     /// Wait for the answer to a request we sent and run the first fitting case.
@@ -125,6 +126,32 @@ pub enum StepKind {
     Delay(Duration),
     Fault(Fault),
     User(UserStep),
+}
+
+/// A JSON template kept as the text the scenario wrote (checked by the parser), parsed again
+/// when it is used. A parsed frame with `serde_json`'s order-preserving maps takes about ten
+/// times its text (3.3 KB for a 270-byte `tool_call_update`), and a scenario keeps every step
+/// for the whole run, so a long one would hold megabytes of trees that are each read once
+/// (docs/performance.md, "Frames per scenario").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonText(Box<str>);
+
+impl JsonText {
+    /// Keeps `text`, which must parse as JSON (the parser parsed it first).
+    pub(crate) fn new(text: &str) -> Self {
+        JsonText(text.into())
+    }
+
+    /// The template as written.
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+
+    /// The template as a JSON value. `Err` only for a text that was never checked, which the
+    /// parser does not make.
+    pub fn value(&self) -> Result<Value, String> {
+        serde_json::from_str(&self.0).map_err(|e| format!("the frame template is not JSON: {e}"))
+    }
 }
 
 /// What an `expect` step waits for.
@@ -325,10 +352,11 @@ impl Scenario {
                             walk(&case.then, out);
                         }
                     }
-                    StepKind::Expect(Expect {
-                        on_timeout: Some(steps),
-                        ..
-                    }) => walk(steps, out),
+                    StepKind::Expect(expect) => {
+                        if let Some(steps) = &expect.on_timeout {
+                            walk(steps, out)
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -399,18 +427,26 @@ impl Scenario {
     /// The runs of this scenario: one per offered option if a `choose` step has `each = true`
     /// (in offer order), otherwise one.
     pub fn cases(&self) -> Vec<Case> {
-        let scenario = Arc::new(self.clone());
-        match &self.each {
+        self.clone().into_cases()
+    }
+
+    /// [`Scenario::cases`] without copying the scenario (a generated one of 10⁵ steps is tens
+    /// of MB).
+    pub fn into_cases(self) -> Vec<Case> {
+        let key = self.key();
+        let each = self.each.clone();
+        let scenario = Arc::new(self);
+        match &each {
             Some(options) => options
                 .iter()
                 .map(|o| Case {
-                    id: format!("{}[{o}]", self.key()),
+                    id: format!("{key}[{o}]"),
                     scenario: scenario.clone(),
                     each_option: Some(o.clone()),
                 })
                 .collect(),
             None => vec![Case {
-                id: self.key(),
+                id: key,
                 scenario,
                 each_option: None,
             }],

@@ -16,7 +16,7 @@ pub struct RawFile {
     #[serde(default)]
     pub vars: Ordered<S>,
     pub setup: Option<Vec<Spanned<RawSetup>>>,
-    pub step: Option<Vec<Spanned<RawStep>>>,
+    pub step: Option<Vec<Spanned<BoxedStep>>>,
 }
 
 /// One `[[setup]]` entry: exactly one of `dir`, `file`, `symlink`; `target` goes with `symlink`
@@ -46,6 +46,10 @@ pub struct RawMeta {
     pub recording: Option<Vec<S>>,
 }
 
+/// A step read into its own allocation: a [`RawStep`] has a slot for every key of every step
+/// kind (about 1.5 KB), and a list of them read in place is copied whole each time it grows.
+pub type BoxedStep = Box<RawStep>;
+
 /// One `[[step]]` (or an inline table in `then`): the union of every step kind's keys. Which keys
 /// may appear together is checked after deserializing, with a message that names the step kind.
 #[derive(Deserialize, Default)]
@@ -74,7 +78,7 @@ pub struct RawStep {
     pub result: Option<S>,
     pub error: Option<S>,
     pub on: Option<Vec<Spanned<RawOn>>>,
-    pub on_timeout: Option<Spanned<Vec<Spanned<RawStep>>>>,
+    pub on_timeout: Option<Spanned<Vec<Spanned<BoxedStep>>>>,
     pub frame: Option<S>,
     pub at: Option<Spanned<u64>>,
     pub line: Option<S>,
@@ -169,5 +173,5 @@ pub struct RawOn {
     pub unoffered: Option<Spanned<bool>>,
     pub error: Option<Spanned<bool>>,
     pub otherwise: Option<Spanned<bool>>,
-    pub then: Option<Vec<Spanned<RawStep>>>,
+    pub then: Option<Vec<Spanned<BoxedStep>>>,
 }

@@ -114,7 +114,7 @@ pub fn load(path: &Path) -> Result<Vec<Case>> {
     let file = path.display().to_string();
     let mut parsed = scenario::parse(&file, &text, profiles).map_err(anyhow::Error::new)?;
     parsed.path = path.to_path_buf();
-    Ok(parsed.cases())
+    Ok(parsed.into_cases())
 }
 
 #[cfg(test)]

@@ -227,7 +227,11 @@ pub fn exercised(scenarios: &[Scenario]) -> BTreeMap<Item, BTreeSet<String>> {
                         add(client_method(method));
                     }
                 }
-                StepKind::Send { frame, .. } => sent_items(frame, profile, false, &mut add),
+                StepKind::Send { frame, .. } => {
+                    if let Ok(frame) = frame.value() {
+                        sent_items(&frame, profile, false, &mut add)
+                    }
+                }
                 StepKind::Fault(fault) => match fault {
                     Fault::Split { frame, .. } | Fault::Duplicate { frame } => {
                         sent_items(frame, profile, false, &mut add)

@@ -5,14 +5,16 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::{Ctx, Offered, R, list_ids};
-use crate::scenario::raw::{KIND_KEYS, RawOn, RawStep};
-use crate::scenario::{Expect, Expected, OPTION_KINDS, OnCase, Reply, Step, StepKind, When};
+use crate::scenario::raw::{BoxedStep, KIND_KEYS, RawOn, RawStep};
+use crate::scenario::{
+    Expect, Expected, JsonText, OPTION_KINDS, OnCase, Reply, Step, StepKind, When,
+};
 use crate::template;
 
 impl Ctx<'_> {
     pub(super) fn steps(
         &mut self,
-        raws: &[Spanned<RawStep>],
+        raws: &[Spanned<BoxedStep>],
         prefix: Option<&str>,
         top: Option<usize>,
     ) -> R<Vec<Step>> {
@@ -27,7 +29,7 @@ impl Ctx<'_> {
         Ok(out)
     }
 
-    pub(super) fn step(&mut self, raw: &Spanned<RawStep>, label: String, top: usize) -> R<Step> {
+    pub(super) fn step(&mut self, raw: &Spanned<BoxedStep>, label: String, top: usize) -> R<Step> {
         let r = raw.get_ref();
         let start = raw.span().start;
         let line = self.src.text.line(start);
@@ -154,7 +156,10 @@ impl Ctx<'_> {
                         Some(name)
                     }
                 };
-                StepKind::Send { frame, alias }
+                StepKind::Send {
+                    frame: JsonText::new(s.get_ref()),
+                    alias,
+                }
             }
             "await" => {
                 let alias = r.await_.as_ref().expect("present");
@@ -247,14 +252,14 @@ impl Ctx<'_> {
             }
             None => None,
         };
-        Ok(StepKind::Expect(Expect {
+        Ok(StepKind::Expect(Box::new(Expect {
             what,
             alias,
             pattern,
             capture,
             reply,
             on_timeout,
-        }))
+        })))
     }
 
     /// `capture` / `bind`: variable names and the JSON pointers that fill them.
