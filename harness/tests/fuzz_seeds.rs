@@ -278,6 +278,59 @@ fn a_remembered_grant_is_judged_with_the_turn_that_gave_it() {
     );
 }
 
+/// The fuzz target's path (`Driver::check`) hands each clean turn's transcript back to the
+/// client as the next turn's prefix instead of copying the handshake: a later turn is still
+/// graded on "handshake + grant turns + this turn", numbered from 0, exactly as when every turn
+/// is `play`ed (the transcript handed out, the prefix copied).
+#[test]
+fn checked_turns_leave_the_same_prefix_as_played_turns() {
+    let earlier = [
+        seed("grant-read-always.json"),
+        seed("opencode-bash-cancel.json"),
+        seed("claude-bash-leave.json"),
+    ];
+    let last = seed("grant-then-execute.json");
+    // What a transcript is made of, in order: wire frames by method (or answered id), control
+    // messages by type, notes by kind.
+    let shape = |transcript: &[acp_vocab::transcript::Entry]| -> (Vec<usize>, Vec<String>) {
+        let indices = transcript.iter().map(|e| e.index).collect();
+        let mut kinds: Vec<String> = transcript
+            .iter()
+            .map(|e| {
+                let j = e.json.clone().unwrap_or_default();
+                let what = j.get("method").or_else(|| j.get("type")).cloned();
+                format!("{:?} {}", e.direction, what.unwrap_or(j["id"].clone()))
+            })
+            .collect();
+        // Control events and wire frames may interleave differently between two clients.
+        kinds.sort();
+        (indices, kinds)
+    };
+    let mut played = driver(ClientSpec::reference().expect("reference"));
+    let mut checked = driver(ClientSpec::reference().expect("reference"));
+    for turn in &earlier {
+        played.play(turn).expect("clean turn");
+        checked.check(turn).expect("clean turn");
+    }
+    let played = played.play(&last).expect("clean turn").record.transcript;
+    let checked = checked.play(&last).expect("clean turn").record.transcript;
+    let (indices, kinds) = shape(&checked);
+    assert_eq!(indices, (0..checked.len()).collect::<Vec<_>>());
+    assert_eq!((indices, kinds), shape(&played));
+    let prompts = checked
+        .iter()
+        .filter(|e| {
+            e.json
+                .as_ref()
+                .is_some_and(|j| j["method"] == "session/prompt")
+        })
+        .count();
+    assert_eq!(
+        prompts, 2,
+        "the grant turn and this one, not the turns between"
+    );
+}
+
 /// A policy seed written as a scenario replays under the policy its header names: the reference
 /// client started with that `--policy` answers by itself, the user's Stop meant for the pending
 /// request is skipped (no card ever pends), and every check passes; the scenario's `cancelled`

@@ -186,6 +186,27 @@ impl Driver {
         if result.verdict.passed() {
             return Ok(result);
         }
+        Err(self.finding(turn, result))
+    }
+
+    /// [`Driver::play`] for a caller that keeps only the verdict of a clean turn (the fuzz
+    /// target): the turn's transcript goes back to its client as the next turn's prefix, so the
+    /// handshake is not copied into every turn. The same record is graded the same way.
+    pub fn check(&mut self, turn: &PermissionTurn) -> Result<Verdict, Box<Finding>> {
+        let result = self.play_once(turn);
+        if !result.verdict.passed() {
+            return Err(self.finding(turn, result));
+        }
+        let key = self.cfg.client_for(turn);
+        if let Some((_, live)) = self.clients.iter_mut().find(|(k, _)| *k == key) {
+            live.give_back(self.turns, result.record.transcript);
+        }
+        Ok(result.verdict)
+    }
+
+    /// The finding of a turn that did not pass: the client is stopped and, with
+    /// `confirm_on_fresh_client`, the input replayed on a fresh one.
+    fn finding(&mut self, turn: &PermissionTurn, result: TurnResult) -> Box<Finding> {
         let key = self.cfg.client_for(turn);
         self.stop(key);
         let fresh = if self.cfg.confirm_on_fresh_client {
@@ -202,7 +223,7 @@ impl Driver {
             &self.cfg.client.name,
             fresh,
         );
-        Err(Box::new(Finding { result, summary }))
+        Box::new(Finding { result, summary })
     }
 
     fn play_once(&mut self, turn: &PermissionTurn) -> TurnResult {

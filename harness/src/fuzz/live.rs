@@ -5,6 +5,11 @@
 //! the user. Everything lands in one [`Recorder`]; each turn moves its entries out and grades them
 //! behind the handshake (a transcript slice numbered from 0).
 //!
+//! The slice is built without copying the handshake: the client keeps one buffer that holds the
+//! prefix between turns, appends the turn to it, lends it to the turn's [`CaseRecord`], and gets
+//! it back after grading ([`Live::give_back`]), cut back to the prefix. A record that is handed
+//! out instead (the caller keeps the transcript) costs one copy of the prefix on the next turn.
+//!
 //! A client remembers the user's `allow_always` answers for the rest of the session and may
 //! answer later requests of those kinds by itself. A turn's transcript must show why, or
 //! `auto-approval` would blame a decision the user authorised: so every turn in which the user
@@ -66,10 +71,14 @@ pub(super) struct Live {
     link: Option<AgentLink>,
     /// The handshake entries (with the `declared_policy` note of a profile's policy).
     handshake: Vec<Entry>,
-    /// The entries of every turn in which the user chose an `allow_always` option.
+    /// The entries of every turn in which the user chose an `allow_always` option, numbered as
+    /// in the prefix (after the handshake and the grant turns before it).
     grant_turns: Vec<Vec<Entry>>,
-    /// What every turn's slice starts with: the handshake, then the grant turns, numbered from 0.
+    /// What the next turn's slice starts with when it holds exactly the prefix (the handshake,
+    /// then the grant turns, numbered from 0); otherwise it is rebuilt from those.
     prefix: Vec<Entry>,
+    /// The turn whose record holds the prefix buffer, until [`Live::give_back`] returns it.
+    lent_to: Option<u64>,
     supports: Vec<String>,
     /// Turns played on this client.
     pub(super) turns: u64,
@@ -174,13 +183,13 @@ impl Live {
             handshake: Vec::new(),
             grant_turns: Vec::new(),
             prefix: Vec::new(),
+            lent_to: None,
             supports: Vec::new(),
             turns: 0,
         };
         match live.handshake(listener, cfg.step_timeout).await {
             Ok(()) => {
                 live.handshake = live.rec.take();
-                live.prefix = live.handshake.clone();
                 Ok(live)
             }
             Err(stop) => {
@@ -251,26 +260,43 @@ impl Live {
         self.turns >= cfg.turns_per_client || self.grant_turns.len() >= MAX_GRANT_TURNS
     }
 
-    /// Keeps a turn in which the user chose `allow_always` at the head of later slices.
-    fn remember_grant_turn(&mut self, turn: &[Entry]) {
-        self.grant_turns.push(turn.to_vec());
-        self.prefix = self.handshake.clone();
-        for entry in self.grant_turns.iter().flatten() {
-            let mut entry = entry.clone();
-            entry.index = self.prefix.len();
-            self.prefix.push(entry);
-        }
+    /// Entries in the prefix: the handshake and the grant turns.
+    fn prefix_len(&self) -> usize {
+        self.handshake.len() + self.grant_turns.iter().map(Vec::len).sum::<usize>()
     }
 
-    /// The prefix, then `turn` numbered on from it: the transcript one turn is graded on.
-    fn slice(&self, turn: Vec<Entry>) -> Vec<Entry> {
-        let mut entries = Vec::with_capacity(self.prefix.len() + turn.len());
-        entries.extend_from_slice(&self.prefix);
+    /// The prefix, then `turn` numbered on from it: the transcript turn `n` is graded on. The
+    /// prefix is the buffer [`Live::give_back`] returned, or a copy if none was. `granted`: the
+    /// user chose `allow_always` in this turn, which is then kept at the head of later slices.
+    fn slice(&mut self, turn: Vec<Entry>, n: u64, granted: bool) -> Vec<Entry> {
+        let mut entries = std::mem::take(&mut self.prefix);
+        if self.lent_to.take().is_some() || entries.len() != self.prefix_len() {
+            entries.clear();
+            entries.extend(self.handshake.iter().cloned());
+            entries.extend(self.grant_turns.iter().flatten().cloned());
+        }
+        let start = entries.len();
+        entries.reserve(turn.len());
         for mut entry in turn {
             entry.index = entries.len();
             entries.push(entry);
         }
+        if granted {
+            self.grant_turns.push(entries[start..].to_vec());
+        }
+        self.lent_to = Some(n);
         entries
+    }
+
+    /// Takes back the transcript of turn `n`'s record after grading, as the next turn's prefix
+    /// (its own entries after the prefix are dropped). A transcript of any other turn is dropped.
+    pub(super) fn give_back(&mut self, n: u64, mut transcript: Vec<Entry>) {
+        if self.lent_to != Some(n) {
+            return;
+        }
+        self.lent_to = None;
+        transcript.truncate(self.prefix_len());
+        self.prefix = transcript;
     }
 
     // ----- the plumbing, as the driver uses it ------------------------------------------------

@@ -47,7 +47,7 @@ pub fn fuzz_permission_mapping(data: &[u8]) {
         *guard = Some(driver);
     }
     let Some(driver) = guard.as_mut() else { return };
-    if let Err(finding) = driver.play(&turn) {
+    if let Err(finding) = driver.check(&turn) {
         // Reap the client before libFuzzer aborts the process on the panic.
         driver.stop_client();
         panic!("{}", finding.summary);

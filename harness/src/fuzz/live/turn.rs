@@ -45,10 +45,7 @@ impl Live {
         // The user's click counts as a grant only if the card it was meant for was shown (a
         // client whose policy answered first showed none, and nothing was clicked).
         let granted = grant.is_some_and(|request_id| card_shown(&own, &request_id));
-        let entries = self.slice(own);
-        if granted {
-            self.remember_grant_turn(&entries[self.prefix.len()..]);
-        }
+        let entries = self.slice(own, n, granted);
         (self.record(entries, end, n, cfg), restart)
     }
 
