@@ -110,6 +110,13 @@ pub(crate) fn transcript_path(case: &CaseJson) -> Option<&Path> {
     (!case.transcript.is_empty() && inside).then_some(rel)
 }
 
+/// The one field of a run.json read before the rest.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(default)]
+    schema: serde_json::Value,
+}
+
 /// Reads and checks one run.json.
 pub fn load_run(path: &Path) -> Result<LoadedRun, ReportError> {
     let text = std::fs::read(path).map_err(|source| ReportError::Read {
@@ -117,8 +124,10 @@ pub fn load_run(path: &Path) -> Result<LoadedRun, ReportError> {
         source,
     })?;
     // Check the schema first, so a future format is named as such and not as a parse error.
-    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&text) {
-        let found = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+    // Only that field is kept: a whole `Value` of a long run's file would be several times the
+    // size of the run itself (docs/performance.md, "Number of cases").
+    if let Ok(head) = serde_json::from_slice::<Head>(&text) {
+        let found = head.schema.as_str().unwrap_or("");
         if found != RUN_SCHEMA {
             return Err(ReportError::Schema {
                 path: path.to_owned(),
