@@ -195,32 +195,56 @@ impl Baseline {
         }
     }
 
+    /// True if an entry names this trial or its check: the baseline may regrade it.
+    pub fn covers(&self, case_id: &str, check: &str) -> bool {
+        self.entry_for(case_id, check).is_some()
+    }
+
     /// Applies the baseline to a whole run.
     pub fn apply(&self, results: &mut [CaseResult]) {
-        // Which entries covering several trials saw at least one failure.
-        let mut failed: BTreeSet<&str> = BTreeSet::new();
-        for r in results.iter() {
-            for t in &r.trials {
-                if let Some((id, entry, _)) = self.entry_for(&r.record.meta.case_id, t.check) {
-                    if expectable(t.grade) && matches_message(entry, &t.message) {
-                        failed.insert(id);
-                    }
+        let failed = self.failed_entries(case_trials(results));
+        for r in results.iter_mut() {
+            for t in &mut r.trials {
+                self.regrade(&failed, &r.record.meta.case_id, t);
+            }
+        }
+    }
+
+    /// Applies the baseline to every trial of a run that it covers, each with its case's id
+    /// (a trial it does not cover keeps its grade, so a run may hand over only those).
+    pub fn apply_to(&self, trials: &mut [(String, Trial)]) {
+        let failed = self.failed_entries(trials.iter().map(|(id, t)| (id.as_str(), t)));
+        for (case_id, t) in trials.iter_mut() {
+            self.regrade(&failed, case_id, t);
+        }
+    }
+
+    /// The entries covering several trials that saw at least one failure among `trials`: those
+    /// are not stale.
+    fn failed_entries<'t>(
+        &self,
+        trials: impl IntoIterator<Item = (&'t str, &'t Trial)>,
+    ) -> BTreeSet<&str> {
+        let mut failed = BTreeSet::new();
+        for (case_id, t) in trials {
+            if let Some((id, entry, _)) = self.entry_for(case_id, t.check) {
+                if expectable(t.grade) && matches_message(entry, &t.message) {
+                    failed.insert(id);
                 }
             }
         }
-        for r in results.iter_mut() {
-            let case_id = r.record.meta.case_id.clone();
-            for t in &mut r.trials {
-                let Some((id, entry, scope)) = self.entry_for(&case_id, t.check) else {
-                    continue;
-                };
-                if expectable(t.grade) {
-                    expect(id, entry, t);
-                } else if t.grade == Grade::Pass && (scope == Scope::Trial || !failed.contains(id))
-                {
-                    stale(id, entry, t);
-                }
-            }
+        failed
+    }
+
+    /// One trial of a run whose entries in `failed` saw a failure.
+    fn regrade(&self, failed: &BTreeSet<&str>, case_id: &str, t: &mut Trial) {
+        let Some((id, entry, scope)) = self.entry_for(case_id, t.check) else {
+            return;
+        };
+        if expectable(t.grade) {
+            expect(id, entry, t);
+        } else if t.grade == Grade::Pass && (scope == Scope::Trial || !failed.contains(id)) {
+            stale(id, entry, t);
         }
     }
 
@@ -228,38 +252,45 @@ impl Baseline {
     /// the entries of `self` that still cover a failure (their reasons and links), and giving new
     /// failures a one-trial entry whose reason is the failure's first line.
     pub fn blessed(&self, results: &[CaseResult], strict: bool) -> Baseline {
+        self.blessed_from(case_trials(results), strict)
+    }
+
+    /// [`Baseline::blessed`] from a run's trials, each with its case's id (trials that do not
+    /// fail may be left out).
+    pub fn blessed_from<'t>(
+        &self,
+        trials: impl IntoIterator<Item = (&'t str, &'t Trial)>,
+        strict: bool,
+    ) -> Baseline {
         let mut entries = BTreeMap::new();
-        for r in results {
-            for t in &r.trials {
-                let fails = crate::output::is_failing(t.grade, strict) && t.grade != Grade::Error;
-                if !fails {
-                    continue;
+        for (case_id, t) in trials {
+            let fails = crate::output::is_failing(t.grade, strict) && t.grade != Grade::Error;
+            if !fails {
+                continue;
+            }
+            match self.entry_for(case_id, t.check) {
+                Some((id, entry, _)) if matches_message(entry, &t.message) => {
+                    entries.insert(id.to_owned(), entry.clone());
                 }
-                let case_id = &r.record.meta.case_id;
-                match self.entry_for(case_id, t.check) {
-                    Some((id, entry, _)) if matches_message(entry, &t.message) => {
-                        entries.insert(id.to_owned(), entry.clone());
-                    }
-                    _ => {
-                        // The finding's first line, without the `- [fail] ` of a list.
-                        let first = t.message.lines().next().unwrap_or("").trim();
-                        let first = first
-                            .strip_prefix("- [")
-                            .and_then(|rest| rest.split_once("] "))
-                            .map_or(first, |(_, line)| line);
-                        let reason = acp_judge::acp_schema::truncate_chars(
-                            &format!("blessed as {}: {first}", t.grade.as_str()),
-                            240,
-                        );
-                        entries.insert(
-                            format!("{case_id}::{}", t.check),
-                            Entry {
-                                reason,
-                                issue: None,
-                                message: None,
-                            },
-                        );
-                    }
+                _ => {
+                    // The finding's first line, without the `- [fail] ` of a list.
+                    let first = t.message.lines().next().unwrap_or("").trim();
+                    let first = first
+                        .strip_prefix("- [")
+                        .and_then(|rest| rest.split_once("] "))
+                        .map_or(first, |(_, line)| line);
+                    let reason = acp_judge::acp_schema::truncate_chars(
+                        &format!("blessed as {}: {first}", t.grade.as_str()),
+                        240,
+                    );
+                    entries.insert(
+                        format!("{case_id}::{}", t.check),
+                        Entry {
+                            reason,
+                            issue: None,
+                            message: None,
+                        },
+                    );
                 }
             }
         }
@@ -282,6 +313,15 @@ impl Baseline {
         std::fs::write(&self.path, text)
             .with_context(|| format!("cannot write baseline {}", self.path.display()))
     }
+}
+
+/// Every trial of `results` with its case's id.
+fn case_trials(results: &[CaseResult]) -> impl Iterator<Item = (&str, &Trial)> {
+    results.iter().flat_map(|r| {
+        r.trials
+            .iter()
+            .map(move |t| (r.record.meta.case_id.as_str(), t))
+    })
 }
 
 /// True if the entry has no `message`, or the failure starts with it. Transcript indices

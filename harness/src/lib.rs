@@ -20,6 +20,7 @@ pub mod output;
 pub mod pty;
 pub mod relay_listener;
 pub mod run_json;
+pub mod run_writer;
 pub mod runner;
 pub mod suite;
 pub mod sweep;

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use acp_harness::baseline::Baseline;
 use acp_harness::client_spec::ClientSpec;
-use acp_harness::output::{is_failing, progress_line, summary_table, wire_log};
+use acp_harness::output::{is_failing, progress_line, wire_log};
 use acp_harness::run_json;
+use acp_harness::run_writer::{self, BaselineUse, RunWriter};
 use acp_harness::runner::{self, RunConfig};
 use acp_harness::suite;
 use acp_reports::report_pages::ReportPages;
@@ -127,7 +128,7 @@ enum Command {
     /// Sections: `baseline` (the corpus against a minimal echo client, checks off), `suite`
     /// (the corpus against the client under test, graded, run.json and report written; rounds
     /// alternate with the baseline and their ratio is reported), `large` (one scenario of
-    /// 10,000 tool_call_updates), `scale-cases` (10 … 1,000 cases), `scale-frames` (10² … 10⁵
+    /// 10,000 tool_call_updates), `scale-cases` (10 … 10,000 cases), `scale-frames` (10² … 10⁵
     /// updates in one scenario). Prints a table, writes it as JSON to --out, progress on stderr.
     /// Exits 0 once written, whether or not the goals are met; 2 on bad input.
     Bench(acp_harness::bench::BenchArgs),
@@ -334,36 +335,39 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0);
-    let scenario_info = run_json::ScenarioInfo::of(&cases);
-    let filter = args.filter.clone();
-    let shown = baseline.clone();
-    let mut results = runtime()?.block_on(runner::run_cases(cases, &client, &cfg, move |r| {
-        // The line needs the trials only: copying the whole result copied its transcript
-        // (docs/performance.md).
-        let case_id = &r.record.meta.case_id;
-        let mut trials = r.trials.clone();
-        suite::retain_selected_trials(case_id, &mut trials, &filter);
-        if let Some(b) = &shown {
-            trials.iter_mut().for_each(|t| b.apply_trial(case_id, t));
-        }
-        println!("{}", progress_line(case_id, r.duration, &trials));
-    }));
-    for r in &mut results {
-        suite::retain_selected(r, &args.filter);
-    }
-    if let Some(mut b) = baseline {
-        if args.bless {
-            b = b.blessed(&results, args.strict);
-            b.write()?;
-            println!(
-                "blessed {}: {} expected failure(s)",
-                b.path.display(),
-                b.entries.len()
-            );
-        }
-        b.apply(&mut results);
-    }
-    println!("\n{}", summary_table(&results));
+    let scenario_info = run_json::ScenarioInfo::of(&cases, &cfg.scenarios_dir);
+    let mut writer = RunWriter::create(
+        &args.out,
+        &scenario_info,
+        baseline.as_ref().map(|baseline| BaselineUse {
+            baseline,
+            bless: args.bless,
+        }),
+        args.strict,
+    )?;
+    // Each case goes to disk as it ends; the first error writing there stops the run's output
+    // (the cases still run, so their clients are reaped).
+    let mut spooled: Result<()> = Ok(());
+    runtime()?.block_on(runner::for_each_case(
+        cases,
+        &client,
+        &cfg,
+        |index, mut r| {
+            let case_id = &r.record.meta.case_id;
+            suite::retain_selected_trials(case_id, &mut r.trials, &args.filter);
+            // The line shows the baseline's grades; the run's are settled at the end, when the
+            // entries covering several trials are known to have failed or not.
+            let mut shown = r.trials.clone();
+            if let Some(b) = &baseline {
+                shown.iter_mut().for_each(|t| b.apply_trial(case_id, t));
+            }
+            println!("{}", progress_line(case_id, r.duration, &shown));
+            if spooled.is_ok() {
+                spooled = writer.add(index, r);
+            }
+        },
+    ));
+    spooled?;
 
     let header = run_json::RunHeader {
         client: &client,
@@ -375,23 +379,28 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         duration_ms: started.elapsed().as_millis() as u64,
         version_output,
     };
-    let report = run_json::write_outputs(header, &scenario_info, &mut results, &args.out)?;
+    let finished = writer.finish(header)?;
+    if let Some(b) = &finished.blessed {
+        println!(
+            "blessed {}: {} expected failure(s)",
+            b.path.display(),
+            b.entries.len()
+        );
+    }
+    println!("\n{}", finished.table.render());
+    let report = run_writer::write_report(&args.out);
 
-    let failing: Vec<String> = results
+    let failing: Vec<String> = finished
+        .failing
         .iter()
-        .flat_map(|r| {
-            r.trials
-                .iter()
-                .filter(|t| is_failing(t.grade, args.strict))
-                .map(move |t| {
-                    format!(
-                        "{}::{} [{}]\n{}\n",
-                        r.record.meta.case_id,
-                        t.check,
-                        t.grade.as_str(),
-                        indent(&t.failure_text())
-                    )
-                })
+        .map(|f| {
+            format!(
+                "{}::{} [{}]\n{}\n",
+                f.case_id,
+                f.check,
+                f.grade.as_str(),
+                indent(&f.text)
+            )
         })
         .collect();
     for f in &failing {

@@ -60,40 +60,73 @@ pub fn progress_line(case_id: &str, duration: Duration, trials: &[Trial]) -> Str
 
 /// Per agent@version counts of each grade, as an aligned table.
 pub fn summary_table(results: &[CaseResult]) -> String {
-    let grades = Grade::ALL;
-    let mut rows: BTreeMap<String, [usize; 9]> = BTreeMap::new();
+    let mut table = GradeTable::default();
     for result in results {
-        let key = format!(
-            "{}@{}",
-            result.record.meta.agent, result.record.meta.version
-        );
-        let row = rows.entry(key).or_default();
+        let meta = &result.record.meta;
         for trial in &result.trials {
-            let i = grades.iter().position(|g| *g == trial.grade).unwrap_or(0);
-            row[i] += 1;
+            table.add(&meta.agent, &meta.version, trial.grade);
         }
     }
-    let mut total = [0usize; 9];
-    let width = rows.keys().map(String::len).max().unwrap_or(5).max(5);
-    let mut out = format!("{:width$}", "agent");
-    for g in grades {
-        out.push_str(&format!(" {:>7}", short(g)));
+    table.render()
+}
+
+/// Trial counts per agent@version and grade, added to as cases finish: the summary table
+/// without keeping the cases.
+#[derive(Debug, Clone, Default)]
+pub struct GradeTable {
+    rows: BTreeMap<String, [usize; 9]>,
+}
+
+impl GradeTable {
+    pub fn add(&mut self, agent: &str, version: &str, grade: Grade) {
+        self.count(agent, version, grade, 1);
     }
-    out.push('\n');
-    for (key, row) in &rows {
-        out.push_str(&format!("{key:width$}"));
-        for (i, n) in row.iter().enumerate() {
-            total[i] += n;
+
+    /// A trial regraded after it was counted (by the baseline, at the end of a run).
+    pub fn regrade(&mut self, agent: &str, version: &str, from: Grade, to: Grade) {
+        self.count(agent, version, from, -1);
+        self.count(agent, version, to, 1);
+    }
+
+    fn count(&mut self, agent: &str, version: &str, grade: Grade, n: isize) {
+        let row = self.rows.entry(format!("{agent}@{version}")).or_default();
+        let i = Grade::ALL.iter().position(|g| *g == grade).unwrap_or(0);
+        row[i] = row[i].saturating_add_signed(n);
+    }
+
+    /// Trials per grade over every agent version.
+    pub fn totals(&self) -> impl Iterator<Item = (Grade, usize)> + '_ {
+        Grade::ALL
+            .into_iter()
+            .enumerate()
+            .map(|(i, g)| (g, self.rows.values().map(|row| row[i]).sum()))
+    }
+
+    /// The aligned table.
+    pub fn render(&self) -> String {
+        let grades = Grade::ALL;
+        let mut total = [0usize; 9];
+        let width = self.rows.keys().map(String::len).max().unwrap_or(5).max(5);
+        let mut out = format!("{:width$}", "agent");
+        for g in grades {
+            out.push_str(&format!(" {:>7}", short(g)));
+        }
+        out.push('\n');
+        for (key, row) in &self.rows {
+            out.push_str(&format!("{key:width$}"));
+            for (i, n) in row.iter().enumerate() {
+                total[i] += n;
+                out.push_str(&format!(" {n:>7}"));
+            }
+            out.push('\n');
+        }
+        out.push_str(&format!("{:width$}", "total"));
+        for n in total {
             out.push_str(&format!(" {n:>7}"));
         }
         out.push('\n');
+        out
     }
-    out.push_str(&format!("{:width$}", "total"));
-    for n in total {
-        out.push_str(&format!(" {n:>7}"));
-    }
-    out.push('\n');
-    out
 }
 
 fn short(grade: Grade) -> &'static str {

@@ -9,27 +9,30 @@ use std::path::Path;
 
 use acp_fake_agents::scenario::Case;
 use acp_vocab::family::Family;
-use acp_vocab::transcript::Direction;
+use std::io::Write;
+
+use acp_vocab::control::Hello;
+use acp_vocab::transcript::{Direction, Entry};
 use anyhow::{Context, Result};
 use serde_json::Value;
 
 pub use acp_reports::run::{
     CaseEnd, CaseJson, CheckInfo, ClientInfo, ProfileInfo, RUN_SCHEMA, RuleJson, RunConfigInfo,
-    RunJson, ToolInfo, TrialJson, transcript_file,
+    RunJson, RunJsonOf, ToolInfo, TrialJson, transcript_file,
 };
 
 use crate::client_spec::ClientSpec;
-use crate::runner::{CaseResult, RunConfig};
-use acp_judge::checks::all_checks;
+use crate::runner::{CaseResult, RunConfig, scenario_file};
+use acp_judge::checks::{Grade, Trial, all_checks};
 use acp_judge::policy::{DecisionPolicy, DeclaredPolicy, PolicySource};
 use acp_judge::record::RunEnd;
 use acp_vocab::control::Event;
 
 /// What run.json says about each case's scenario that the case record does not carry. Taken
-/// from the cases before they run.
+/// from the cases before they run, by scenario file (every case of a scenario shares them).
 #[derive(Debug, Clone, Default)]
 pub struct ScenarioInfo {
-    by_case: HashMap<String, ScenarioFacts>,
+    by_file: HashMap<String, ScenarioFacts>,
     profiles: Vec<ProfileInfo>,
 }
 
@@ -44,7 +47,8 @@ struct ScenarioFacts {
 }
 
 impl ScenarioInfo {
-    pub fn of(cases: &[Case]) -> ScenarioInfo {
+    /// The facts of `cases`, read from `scenarios_dir` (the run's).
+    pub fn of(cases: &[Case], scenarios_dir: &Path) -> ScenarioInfo {
         let mut info = ScenarioInfo::default();
         for case in cases {
             let s = &case.scenario;
@@ -58,8 +62,8 @@ impl ScenarioInfo {
                     });
                 }
             }
-            info.by_case.insert(
-                case.id.clone(),
+            info.by_file.insert(
+                scenario_file(s, scenarios_dir),
                 ScenarioFacts {
                     description: s.meta.description.clone(),
                     requires: s.meta.requires.clone(),
@@ -89,9 +93,15 @@ pub struct RunHeader<'a> {
     pub version_output: Option<Value>,
 }
 
-/// The whole run.json of a run.
-pub fn build(header: RunHeader<'_>, scenarios: &ScenarioInfo, results: &[CaseResult]) -> RunJson {
-    RunJson {
+/// run.json's fields other than the cases, which a run adds as they come
+/// ([`RunJsonOf::with_cases`]).
+pub fn header_json(
+    header: RunHeader<'_>,
+    scenarios: &ScenarioInfo,
+    said: &ClientSaid,
+    summary: BTreeMap<String, usize>,
+) -> RunJsonOf<()> {
+    RunJsonOf {
         schema: RUN_SCHEMA.into(),
         harness: ToolInfo {
             name: "acp-harness".into(),
@@ -102,11 +112,8 @@ pub fn build(header: RunHeader<'_>, scenarios: &ScenarioInfo, results: &[CaseRes
             name: header.client.name.clone(),
             source: header.client.source.clone(),
             argv: header.client.argv.clone(),
-            reported: header
-                .version_output
-                .clone()
-                .or_else(|| reported_client(results)),
-            policy: declared_policy(header.client, results),
+            reported: header.version_output.clone().or_else(|| said.reported()),
+            policy: said.declared_policy(header.client),
         },
         config: RunConfigInfo {
             step_timeout_ms: header.cfg.step_timeout.as_millis() as u64,
@@ -119,52 +126,81 @@ pub fn build(header: RunHeader<'_>, scenarios: &ScenarioInfo, results: &[CaseRes
         },
         started_unix_ms: header.started_unix_ms,
         duration_ms: header.duration_ms,
-        summary: summarize(results),
+        summary,
         checks: checks_catalog(),
         profiles: scenarios.profiles.clone(),
-        cases: results.iter().map(|r| case_json(r, scenarios)).collect(),
+        cases: (),
     }
 }
 
-/// The auto-approval policy the client declared: its profile's `[policy]`, else the `policy` of
-/// the first adapter `hello` (every case runs the same client) (`None`: it declared nothing).
-pub fn declared_policy(client: &ClientSpec, results: &[CaseResult]) -> Option<Value> {
-    if let Some(declared) = client.declared_policy() {
-        return serde_json::to_value(declared).ok();
+/// What the client said about itself in a run: the first `hello` of its adapter and the
+/// `clientInfo` of its first `initialize` request, "first" in the order of the cases (not of
+/// their ending), gathered case by case.
+#[derive(Debug, Clone, Default)]
+pub struct ClientSaid {
+    hello: Option<(usize, Hello)>,
+    client_info: Option<(usize, Value)>,
+}
+
+impl ClientSaid {
+    /// Adds what the case at `index` (its place in the run) said.
+    pub fn add(&mut self, index: usize, transcript: &[Entry]) {
+        let earlier = |known: Option<usize>| known.is_none_or(|k| index < k);
+        if earlier(self.hello.as_ref().map(|h| h.0)) {
+            if let Some(hello) = first_hello(transcript) {
+                self.hello = Some((index, hello.clone()));
+            }
+        }
+        if earlier(self.client_info.as_ref().map(|c| c.0)) {
+            if let Some(info) = first_client_info(transcript) {
+                self.client_info = Some((index, info));
+            }
+        }
     }
-    let hello = results
+
+    /// What the client said about itself: the adapter's `hello.client`, else the `clientInfo`
+    /// of its first `initialize` request.
+    pub fn reported(&self) -> Option<Value> {
+        let hello = self
+            .hello
+            .as_ref()
+            .and_then(|(_, h)| serde_json::to_value(&h.client).ok());
+        hello.or_else(|| self.client_info.as_ref().map(|(_, v)| v.clone()))
+    }
+
+    /// The auto-approval policy the client declared: its profile's `[policy]`, else the
+    /// `policy` of the first adapter `hello` (every case runs the same client) (`None`: it
+    /// declared nothing).
+    pub fn declared_policy(&self, client: &ClientSpec) -> Option<Value> {
+        if let Some(declared) = client.declared_policy() {
+            return serde_json::to_value(declared).ok();
+        }
+        let (_, hello) = self.hello.as_ref()?;
+        let policy = DecisionPolicy::from_hello_policy(hello.policy.as_ref()?).ok()?;
+        serde_json::to_value(DeclaredPolicy {
+            source: PolicySource::Hello,
+            name: None,
+            policy,
+        })
+        .ok()
+    }
+}
+
+fn first_hello(transcript: &[Entry]) -> Option<&Hello> {
+    transcript
         .iter()
-        .flat_map(|r| &r.record.transcript)
         .filter(|e| e.direction == Direction::AdapterToHarness)
         .find_map(|e| match e.event() {
             Some(Event::Hello(hello)) => Some(hello),
             _ => None,
-        })?;
-    let policy = DecisionPolicy::from_hello_policy(hello.policy.as_ref()?).ok()?;
-    serde_json::to_value(DeclaredPolicy {
-        source: PolicySource::Hello,
-        name: None,
-        policy,
-    })
-    .ok()
+        })
 }
 
-/// What the client said about itself: the adapter's `hello.client`, else the `clientInfo` of its
-/// first `initialize` request.
-pub fn reported_client(results: &[CaseResult]) -> Option<Value> {
-    let entries = || results.iter().flat_map(|r| &r.record.transcript);
-    let hello = entries()
-        .filter(|e| e.direction == Direction::AdapterToHarness)
-        .find_map(|e| match e.event() {
-            Some(Event::Hello(hello)) => serde_json::to_value(&hello.client).ok(),
-            _ => None,
-        });
-    hello.or_else(|| {
-        entries().find_map(|e| {
-            (e.direction == Direction::ClientToAgent && e.method() == Some("initialize"))
-                .then(|| e.json.as_ref()?.get("params")?.get("clientInfo").cloned())
-                .flatten()
-        })
+fn first_client_info(transcript: &[Entry]) -> Option<Value> {
+    transcript.iter().find_map(|e| {
+        (e.direction == Direction::ClientToAgent && e.method() == Some("initialize"))
+            .then(|| e.json.as_ref()?.get("params")?.get("clientInfo").cloned())
+            .flatten()
     })
 }
 
@@ -181,15 +217,13 @@ pub fn checks_catalog() -> Vec<CheckInfo> {
         .collect()
 }
 
-/// Counts of trials per grade: every grade the reports know (zeros included), plus any other.
-pub fn summarize(results: &[CaseResult]) -> BTreeMap<String, usize> {
+/// run.json's `summary`: every grade the reports know (zeros included), plus any other graded.
+pub fn summary(counts: impl IntoIterator<Item = (Grade, usize)>) -> BTreeMap<String, usize> {
     let mut summary: BTreeMap<String, usize> = acp_reports::grade::names()
         .map(|g| (g.to_string(), 0))
         .collect();
-    for result in results {
-        for trial in &result.trials {
-            *summary.entry(trial.grade.as_str().to_string()).or_default() += 1;
-        }
+    for (grade, n) in counts.into_iter().filter(|(_, n)| *n > 0) {
+        *summary.entry(grade.as_str().to_string()).or_default() += n;
     }
     summary
 }
@@ -209,8 +243,8 @@ fn case_end(end: &RunEnd) -> CaseEnd {
 pub fn case_json(result: &CaseResult, scenarios: &ScenarioInfo) -> CaseJson {
     let record = &result.record;
     let facts = scenarios
-        .by_case
-        .get(&record.meta.case_id)
+        .by_file
+        .get(&record.meta.file)
         .cloned()
         .unwrap_or_default();
     CaseJson {
@@ -233,17 +267,22 @@ pub fn case_json(result: &CaseResult, scenarios: &ScenarioInfo) -> CaseJson {
         trials: result
             .trials
             .iter()
-            .map(|t| TrialJson {
-                name: format!("{}::{}", record.meta.case_id, t.check),
-                check: t.check.to_string(),
-                grade: t.grade.as_str().to_string(),
-                rules: t.rules.to_vec(),
-                requirement: t.requirement.to_string(),
-                rule: t.broken_rule().map(rule_json),
-                message: t.message.clone(),
-                frames: t.frames.clone(),
-            })
+            .map(|t| trial_json(&record.meta.case_id, t))
             .collect(),
+    }
+}
+
+/// A trial of case `case_id` as run.json carries it.
+pub fn trial_json(case_id: &str, t: &Trial) -> TrialJson {
+    TrialJson {
+        name: format!("{case_id}::{}", t.check),
+        check: t.check.to_string(),
+        grade: t.grade.as_str().to_string(),
+        rules: t.rules.to_vec(),
+        requirement: t.requirement.to_string(),
+        rule: t.broken_rule().map(rule_json),
+        message: t.message.clone(),
+        frames: t.frames.clone(),
     }
 }
 
@@ -258,74 +297,18 @@ fn rule_json(rule: &acp_judge::rules::Rule) -> RuleJson {
     }
 }
 
-/// Writes run.json and one transcript file per case under `out`.
-pub fn write_run(out: &Path, run: &RunJson, results: &[CaseResult]) -> Result<()> {
-    std::fs::create_dir_all(out.join("transcripts"))
-        .with_context(|| format!("cannot create output directory {}", out.display()))?;
-    for result in results {
-        let path = out.join(transcript_file(&result.record.meta.case_id));
-        let mut text = String::new();
-        for entry in &result.record.transcript {
-            text.push_str(&serde_json::to_string(entry)?);
-            text.push('\n');
+/// Writes one case's transcript where run.json's `transcript` names it (one JSON entry a line).
+pub fn write_transcript(out: &Path, case_id: &str, transcript: &[Entry]) -> Result<()> {
+    let path = out.join(transcript_file(case_id));
+    let write = || -> std::io::Result<()> {
+        let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        for entry in transcript {
+            serde_json::to_writer(&mut file, entry)?;
+            file.write_all(b"\n")?;
         }
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    let path = out.join("run.json");
-    let json = serde_json::to_string_pretty(run)?;
-    std::fs::write(&path, json).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
-}
-
-/// What `acp-harness run` writes after its cases: run.json with one transcript file per case
-/// (an error there is returned), then the HTML report of that run, made with the transcripts
-/// handed over rather than read back and parsed again (docs/performance.md). The report's own
-/// outcome comes back inside, so a caller can still show the results when only the report
-/// failed. `results` lose their transcripts.
-pub fn write_outputs(
-    header: RunHeader<'_>,
-    scenarios: &ScenarioInfo,
-    results: &mut [CaseResult],
-    out: &Path,
-) -> Result<Result<acp_reports::Written, acp_reports::ReportError>> {
-    let run = build(header, scenarios, results);
-    write_run(out, &run, results)?;
-    let transcripts = take_transcripts(results);
-    Ok(acp_reports::write_report(
-        &[acp_reports::LoadedRun::new(out.join("run.json"), run).with_transcripts(transcripts)],
-        &out.join("report"),
-    ))
-}
-
-/// Moves every case's transcript out of `results` (left empty) into the form the report reads,
-/// keyed as run.json names the files: the report then renders what [`write_run`] just wrote
-/// without reading it back and parsing it again (docs/performance.md).
-pub fn take_transcripts(
-    results: &mut [CaseResult],
-) -> BTreeMap<String, acp_reports::transcript::Transcript> {
-    results
-        .iter_mut()
-        .map(|result| {
-            let entries = std::mem::take(&mut result.record.transcript);
-            let frames = entries.into_iter().map(|e| acp_reports::transcript::Frame {
-                index: e.index,
-                at_us: e.at_us,
-                conn: e.conn,
-                dir: serde_json::to_value(e.direction)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default(),
-                raw: e.raw,
-                json: e.json,
-                invalid_utf8: e.invalid_utf8,
-                fault: e.fault.map(|f| f.as_str().to_owned()),
-            });
-            (
-                transcript_file(&result.record.meta.case_id),
-                acp_reports::transcript::Transcript::from_frames(frames),
-            )
-        })
-        .collect()
+        file.flush()
+    };
+    write().with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]
@@ -377,34 +360,5 @@ mod tests {
         assert_eq!(end.kind, "crash");
         assert_eq!(end.reason(), Some("client exited"));
         assert_eq!(end.detail.get("exit_code"), Some(&Value::from(3)));
-    }
-
-    #[test]
-    fn transcripts_handed_over_equal_the_files_written() {
-        let case = acp_judge::checks::testkit::Case::new();
-        case.c2a(serde_json::json!({"jsonrpc":"2.0","id":0,"method":"initialize"}));
-        case.rec.record(1, Direction::AgentToClient, b"not json");
-        case.rec.record(1, Direction::AgentToClient, &[0xff]);
-        case.rec.note(&acp_vocab::note::Note::ClientExited {
-            status: String::new(),
-        });
-        let mut results = vec![CaseResult {
-            record: case.record(),
-            trials: Vec::new(),
-            duration: std::time::Duration::ZERO,
-        }];
-        let dir = tempfile::tempdir().unwrap();
-        let fixture = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../reports/tests/fixtures/reference/run.json"
-        );
-        let run = acp_reports::load_run(Path::new(fixture)).unwrap().run;
-        write_run(dir.path(), &run, &results).unwrap();
-        let file = transcript_file("test@1/case");
-        let from_disk = acp_reports::transcript::read(&dir.path().join(&file));
-        let in_memory = take_transcripts(&mut results);
-        assert_eq!(in_memory.get(&file), Some(&from_disk));
-        assert_eq!(from_disk.frames().count(), 4);
-        assert!(results[0].record.transcript.is_empty());
     }
 }

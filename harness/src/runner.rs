@@ -6,11 +6,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use acp_fake_agents::engine::{self, EngineConfig};
-use acp_fake_agents::scenario::Case;
+use acp_fake_agents::scenario::{Case, Scenario};
 use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Recorder};
 use anyhow::{Context, Result};
@@ -127,14 +126,19 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
     }
 }
 
-fn case_meta(case: &Case, cfg: &RunConfig) -> CaseMeta {
-    let scenario = &case.scenario;
-    let file = scenario
+/// The scenario's file as a case record names it: relative to the scenarios directory.
+pub fn scenario_file(scenario: &Scenario, scenarios_dir: &Path) -> String {
+    scenario
         .path
-        .strip_prefix(&cfg.scenarios_dir)
+        .strip_prefix(scenarios_dir)
         .unwrap_or(&scenario.path)
         .to_string_lossy()
-        .into_owned();
+        .into_owned()
+}
+
+fn case_meta(case: &Case, cfg: &RunConfig) -> CaseMeta {
+    let scenario = &case.scenario;
+    let file = scenario_file(scenario, &cfg.scenarios_dir);
     CaseMeta {
         case_id: case.id.clone(),
         title: scenario.meta.title.clone(),
@@ -563,37 +567,55 @@ fn files_after(
     out
 }
 
-/// Runs many cases, `cfg.jobs` at a time, calling `on_done` as each finishes. Results come back
-/// in input order.
+/// Runs `cases`, `cfg.jobs` at a time, and returns their results in the order given; `on_done`
+/// sees each result as its case finishes.
 pub async fn run_cases(
     cases: Vec<Case>,
     client: &ClientSpec,
     cfg: &RunConfig,
-    on_done: impl Fn(&CaseResult) + Send + Sync + 'static,
+    mut on_done: impl FnMut(&CaseResult),
 ) -> Vec<CaseResult> {
-    let semaphore = Arc::new(tokio::sync::Semaphore::new(cfg.jobs.max(1)));
-    let on_done = Arc::new(on_done);
-    let mut tasks = Vec::new();
-    for case in cases {
-        let semaphore = Arc::clone(&semaphore);
-        let on_done = Arc::clone(&on_done);
-        let client = client.clone();
-        let cfg = cfg.clone();
-        tasks.push(tokio::spawn(async move {
-            let _permit = semaphore.acquire_owned().await;
-            let result = run_case(&case, &client, &cfg).await;
-            on_done(&result);
-            result
-        }));
-    }
-    let mut results = Vec::new();
-    for task in tasks {
-        match task.await {
-            Ok(r) => results.push(r),
-            Err(e) => eprintln!("acp-harness: a case task failed: {e}"),
+    let mut results: Vec<Option<CaseResult>> = Vec::new();
+    for_each_case(cases, client, cfg, |index, result| {
+        on_done(&result);
+        if results.len() <= index {
+            results.resize_with(index + 1, || None);
+        }
+        results[index] = Some(result);
+    })
+    .await;
+    results.into_iter().flatten().collect()
+}
+
+/// Runs `cases`, `cfg.jobs` at a time, and hands each result to `on_done` with the case's
+/// position in `cases` as soon as it finishes (in the order they finish). Only the cases in
+/// flight are held: the cases are taken from the iterator as slots free up, and a result is
+/// the caller's once handed over, so a run of any length needs the memory of `cfg.jobs` cases
+/// (docs/performance.md, "Number of cases").
+pub async fn for_each_case(
+    cases: impl IntoIterator<Item = Case>,
+    client: &ClientSpec,
+    cfg: &RunConfig,
+    mut on_done: impl FnMut(usize, CaseResult),
+) {
+    let jobs = cfg.jobs.max(1);
+    let mut running = tokio::task::JoinSet::new();
+    let mut cases = cases.into_iter().enumerate();
+    loop {
+        while running.len() < jobs {
+            let Some((index, case)) = cases.next() else {
+                break;
+            };
+            let client = client.clone();
+            let cfg = cfg.clone();
+            running.spawn(async move { (index, run_case(&case, &client, &cfg).await) });
+        }
+        match running.join_next().await {
+            Some(Ok((index, result))) => on_done(index, result),
+            Some(Err(e)) => eprintln!("acp-harness: a case task failed: {e}"),
+            None => break,
         }
     }
-    results
 }
 
 /// Why the client's adapter cannot play `case`: the first user step whose command its `hello`

@@ -79,15 +79,26 @@ fn every_section_runs_and_the_json_has_the_figures() {
     let cases = report["scale_cases"]["points"].as_array().unwrap();
     let counts: Vec<_> = cases.iter().map(|p| p["cases"].as_u64()).collect();
     assert_eq!(counts, [Some(2), Some(4)]);
+    // Each point ran the cases and wrote run.json, then made the report from disk.
+    for p in cases {
+        assert!(positive(&p["sample"]["wall_ms"]), "{p}");
+        assert!(positive(&p["report"]["wall_ms"]), "{p}");
+        assert!(positive(&p["report"]["harness_peak_rss_kib"]), "{p}");
+    }
 
     let goals = report["goals"].as_array().unwrap();
-    assert_eq!(goals.len(), 4);
+    let (corpus_goals, cases_goals) = goals.split_at(4);
     assert!(
-        goals
+        corpus_goals
             .iter()
             .all(|g| g["met"].is_boolean() && positive(&g["value"])),
         "{goals:?}"
     );
+    // The cases series' goals compare points at 10, 30, 1,000 and 10,000 cases: with 2 and 4
+    // only the fitted slope is measured, and the rest say they were not.
+    let measured: Vec<bool> = cases_goals.iter().map(|g| g["met"].is_boolean()).collect();
+    assert_eq!(measured, [false, false, true, false], "{cases_goals:?}");
+    assert!(cases_goals[2]["goal"].as_str().unwrap().contains("exponent"));
     // The table on stdout has the same sections.
     for heading in ["baseline", "suite", "ratio", "large", "scale:", "goals"] {
         assert!(stdout.contains(heading), "no {heading:?} in\n{stdout}");

@@ -175,7 +175,7 @@ struct IndexPage<'a> {
     failing: usize,
     columns: Vec<IndexColumn>,
     rows: Vec<IndexRow>,
-    runs: &'a [RunView],
+    runs: &'a [RunView<'a>],
     profiles: Vec<ProfileInfo>,
     legend: Vec<LegendItem>,
 }
@@ -184,8 +184,8 @@ struct IndexPage<'a> {
 #[template(path = "agent.html")]
 struct AgentPage<'a> {
     chrome: Chrome,
-    run: &'a RunView,
-    agent: &'a AgentView,
+    run: &'a RunView<'a>,
+    agent: &'a AgentView<'a>,
     legend: Vec<LegendItem>,
 }
 
@@ -250,7 +250,7 @@ pub struct LogFrame {
 #[template(path = "case.html")]
 struct CasePage<'a> {
     chrome: Chrome,
-    run: &'a RunView,
+    run: &'a RunView<'a>,
     case: &'a CaseJson,
     chips: Vec<Chip>,
     end: String,
@@ -297,7 +297,11 @@ fn write(path: &Path, text: &str) -> Result<(), ReportError> {
 }
 
 /// Writes the whole HTML report under `out`; returns the path of `index.html`.
-pub fn write_html(runs: &[LoadedRun], model: &Model, out: &Path) -> Result<PathBuf, ReportError> {
+pub fn write_html(
+    runs: &[LoadedRun],
+    model: &Model<'_>,
+    out: &Path,
+) -> Result<PathBuf, ReportError> {
     let index = out.join("index.html");
     write(&index, &render("index.html", &index_page(model))?)?;
     for view in &model.runs {
@@ -332,7 +336,7 @@ pub fn write_html(runs: &[LoadedRun], model: &Model, out: &Path) -> Result<PathB
     Ok(index)
 }
 
-fn index_page(model: &Model) -> IndexPage<'_> {
+fn index_page<'a>(model: &'a Model<'a>) -> IndexPage<'a> {
     let columns = model
         .agent_versions
         .iter()
@@ -385,8 +389,8 @@ fn index_page(model: &Model) -> IndexPage<'_> {
 }
 
 fn case_page<'a>(
-    run: &'a RunView,
-    agent: &AgentView,
+    run: &'a RunView<'a>,
+    agent: &AgentView<'_>,
     case: &'a CaseJson,
     transcript: &Transcript,
     profiles: &BTreeMap<String, ProfileInfo>,

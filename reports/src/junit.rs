@@ -17,7 +17,7 @@ use crate::model::Model;
 use crate::run::TrialJson;
 
 /// The JUnit XML of all runs.
-pub fn render(runs: &[LoadedRun], model: &Model) -> Result<String, ReportError> {
+pub fn render(runs: &[LoadedRun], model: &Model<'_>) -> Result<String, ReportError> {
     let mut report = Report::new("acp-harness");
     let several = model.runs.len() > 1;
     for view in &model.runs {

@@ -1,6 +1,5 @@
 //! Loading run.json files and, through them, the transcripts they reference.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -47,9 +46,6 @@ pub struct LoadedRun {
     /// The run.json path as given.
     pub path: PathBuf,
     pub run: RunJson,
-    /// Transcripts already in memory, by the case's `transcript` path: the run that just wrote
-    /// them hands them over instead of having them read back and parsed again.
-    in_memory: BTreeMap<String, Transcript>,
     /// For a run merged from shards ([`crate::merge`]): the directory each case's transcript path
     /// is relative to (its shard's), by case id. Empty for a run read from one run.json.
     case_dirs: BTreeMap<String, PathBuf>,
@@ -61,7 +57,6 @@ impl LoadedRun {
         LoadedRun {
             path: path.into(),
             run,
-            in_memory: BTreeMap::new(),
             case_dirs: BTreeMap::new(),
         }
     }
@@ -84,34 +79,24 @@ impl LoadedRun {
             .map_or_else(|| self.dir(), PathBuf::as_path)
     }
 
-    /// The same run, with transcripts already in memory, keyed by the cases' `transcript` paths
-    /// (build them with [`Transcript::from_frames`]); any other case's is read from disk.
-    pub fn with_transcripts(mut self, transcripts: BTreeMap<String, Transcript>) -> Self {
-        self.in_memory = transcripts;
-        self
-    }
-
     /// The directory the run's relative paths start from.
     pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
     }
 
-    /// A case's transcript, from memory or read from its file. Paths that leave the run's
-    /// directory are refused: a report only ever reads the files the run wrote.
-    pub fn transcript(&self, case: &CaseJson) -> Cow<'_, Transcript> {
-        if let Some(transcript) = self.in_memory.get(&case.transcript) {
-            return Cow::Borrowed(transcript);
-        }
+    /// A case's transcript, read from its file. Paths that leave the run's directory are
+    /// refused: a report only ever reads the files the run wrote.
+    pub fn transcript(&self, case: &CaseJson) -> Transcript {
         let Some(rel) = transcript_path(case) else {
-            return Cow::Owned(Transcript {
+            return Transcript {
                 missing: Some(format!(
                     "transcript path {:?} is not inside the run's directory",
                     case.transcript
                 )),
                 ..Transcript::default()
-            });
+            };
         };
-        Cow::Owned(transcript::read(&self.case_dir(case).join(rel)))
+        transcript::read(&self.case_dir(case).join(rel))
     }
 }
 
@@ -125,6 +110,13 @@ pub(crate) fn transcript_path(case: &CaseJson) -> Option<&Path> {
     (!case.transcript.is_empty() && inside).then_some(rel)
 }
 
+/// The one field of a run.json read before the rest.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(default)]
+    schema: serde_json::Value,
+}
+
 /// Reads and checks one run.json.
 pub fn load_run(path: &Path) -> Result<LoadedRun, ReportError> {
     let text = std::fs::read(path).map_err(|source| ReportError::Read {
@@ -132,8 +124,10 @@ pub fn load_run(path: &Path) -> Result<LoadedRun, ReportError> {
         source,
     })?;
     // Check the schema first, so a future format is named as such and not as a parse error.
-    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(&text) {
-        let found = value.get("schema").and_then(|s| s.as_str()).unwrap_or("");
+    // Only that field is kept: a whole `Value` of a long run's file would be several times the
+    // size of the run itself (docs/performance.md, "Number of cases").
+    if let Ok(head) = serde_json::from_slice::<Head>(&text) {
+        let found = head.schema.as_str().unwrap_or("");
         if found != RUN_SCHEMA {
             return Err(ReportError::Schema {
                 path: path.to_owned(),

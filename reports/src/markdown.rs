@@ -59,7 +59,7 @@ struct Failure {
 const COLUMNS: &[&str] = &["pass", "fail", "warn", "expected", "not_applicable"];
 
 /// The summary. `report_hint` is a last line (e.g. where the HTML report is); empty for none.
-pub fn render(model: &Model, report_hint: &str) -> Result<String, ReportError> {
+pub fn render(model: &Model<'_>, report_hint: &str) -> Result<String, ReportError> {
     let runs = model
         .runs
         .iter()

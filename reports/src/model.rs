@@ -242,10 +242,10 @@ pub struct CauseView {
 }
 
 /// The causes of `cases`' failures, linked to the first trial of each on its case page.
-fn cause_views<'a>(
-    cases: impl IntoIterator<Item = &'a (CaseJson, String)> + Clone,
+fn cause_views<'a: 'b, 'b>(
+    cases: impl IntoIterator<Item = &'b (&'a CaseJson, String)> + Clone,
 ) -> Vec<CauseView> {
-    causes::group(cases.clone().into_iter().map(|(c, _)| c))
+    causes::group(cases.clone().into_iter().map(|(c, _)| *c))
         .into_iter()
         .map(|cause| {
             let found = cases.clone().into_iter().find_map(|(case, page)| {
@@ -281,9 +281,9 @@ fn cause_views<'a>(
         .collect()
 }
 
-/// One agent version of one run.
+/// One agent version of one run (its cases borrowed from the loaded run).
 #[derive(Debug, Clone)]
-pub struct AgentView {
+pub struct AgentView<'a> {
     /// `agent@version`.
     pub key: String,
     /// File name of the agent page (inside the run's directory).
@@ -299,12 +299,12 @@ pub struct AgentView {
     /// The failures grouped by cause, the security check's first.
     pub causes: Vec<CauseView>,
     /// The cases in row order, with the page each one gets (relative to the run directory).
-    pub cases: Vec<(CaseJson, String)>,
+    pub cases: Vec<(&'a CaseJson, String)>,
 }
 
 /// One run: one client.
 #[derive(Debug, Clone)]
-pub struct RunView {
+pub struct RunView<'a> {
     /// Index into the loaded runs.
     pub run: usize,
     /// Directory of this run's pages, relative to the report root.
@@ -323,7 +323,7 @@ pub struct RunView {
     pub path: String,
     pub counts: Counts,
     pub failing: usize,
-    pub agents: Vec<AgentView>,
+    pub agents: Vec<AgentView<'a>>,
     /// The failures of every agent version grouped by cause (links relative to `dir`).
     pub causes: Vec<CauseView>,
     /// Set when every failing case shares one case-level cause: the client command or profile
@@ -331,8 +331,8 @@ pub struct RunView {
     pub single_cause_hint: Option<String>,
 }
 
-impl RunView {
-    pub fn agent(&self, key: &str) -> Option<&AgentView> {
+impl<'a> RunView<'a> {
+    pub fn agent(&self, key: &str) -> Option<&AgentView<'a>> {
         self.agents.iter().find(|a| a.key == key)
     }
 
@@ -345,20 +345,20 @@ impl RunView {
     }
 }
 
-/// Everything the outputs show.
+/// Everything the outputs show, borrowing the runs' cases.
 #[derive(Debug, Clone)]
-pub struct Model {
-    pub runs: Vec<RunView>,
+pub struct Model<'a> {
+    pub runs: Vec<RunView<'a>>,
     /// Every agent version of any run, sorted.
     pub agent_versions: Vec<String>,
     /// Profile of each agent version (from whichever run names it).
     pub profiles: BTreeMap<String, ProfileInfo>,
 }
 
-impl Model {
-    pub fn new(runs: &[LoadedRun]) -> Model {
+impl<'a> Model<'a> {
+    pub fn new(runs: &'a [LoadedRun]) -> Model<'a> {
         let mut dirs = Unique::default();
-        let views: Vec<RunView> = runs
+        let views: Vec<RunView<'a>> = runs
             .iter()
             .enumerate()
             .map(|(i, loaded)| run_view(i, loaded, &mut dirs))
@@ -391,7 +391,7 @@ fn client_version(run: &RunJson) -> Option<String> {
     run.client.reported_version().map(str::to_owned)
 }
 
-fn run_view(index: usize, loaded: &LoadedRun, dirs: &mut Unique) -> RunView {
+fn run_view<'a>(index: usize, loaded: &'a LoadedRun, dirs: &mut Unique) -> RunView<'a> {
     let run = &loaded.run;
     let client = run.client.display_name().to_owned();
     let version = client_version(run);
@@ -400,12 +400,12 @@ fn run_view(index: usize, loaded: &LoadedRun, dirs: &mut Unique) -> RunView {
         None => client.clone(),
     });
     let strict = run.config.strict;
-    let mut by_agent: BTreeMap<String, Vec<&CaseJson>> = BTreeMap::new();
+    let mut by_agent: BTreeMap<String, Vec<&'a CaseJson>> = BTreeMap::new();
     for case in &run.cases {
         by_agent.entry(case.agent_version()).or_default().push(case);
     }
     let mut pages = Unique::default();
-    let mut agents: Vec<AgentView> = by_agent
+    let mut agents: Vec<AgentView<'a>> = by_agent
         .into_iter()
         .map(|(key, cases)| agent_view(run, key, cases, &mut pages))
         .collect();
@@ -519,12 +519,12 @@ pub fn frame_anchor(index: usize) -> String {
     format!("f{index}")
 }
 
-fn agent_view(
+fn agent_view<'a>(
     run: &RunJson,
     key: String,
-    mut cases: Vec<&CaseJson>,
+    mut cases: Vec<&'a CaseJson>,
     pages: &mut Unique,
-) -> AgentView {
+) -> AgentView<'a> {
     let strict = run.config.strict;
     // By family (in report order, scenarios without one last), then scenario and case.
     cases.sort_by(|a, b| {
@@ -544,7 +544,7 @@ fn agent_view(
     for case in &cases {
         let case_page = format!("cases/{}.html", pages.take(&case.id));
         let index = case_pages.len();
-        case_pages.push(((*case).clone(), case_page.clone()));
+        case_pages.push((*case, case_page.clone()));
         let cells = columns
             .iter()
             .map(|col| match case.trials.iter().find(|t| t.check == col.id) {

@@ -15,8 +15,13 @@ use serde_json::Value;
 pub const RUN_SCHEMA: &str = "acp-harness/run/v1";
 
 /// One run of the suite against one client.
+pub type RunJson = RunJsonOf<Vec<CaseJson>>;
+
+/// A run.json whose cases are any sequence that serialises as a list of [`CaseJson`]: a run
+/// that keeps its cases on disk writes run.json from there, one case at a time, with the same
+/// bytes as from a `Vec` (the harness's `run_writer`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunJson {
+pub struct RunJsonOf<Cases> {
     pub schema: String,
     pub harness: ToolInfo,
     /// Which ACP JSON Schema the `schema` check validated against.
@@ -34,7 +39,26 @@ pub struct RunJson {
     /// The agent profiles the cases used (the exact agent release each one follows).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profiles: Vec<ProfileInfo>,
-    pub cases: Vec<CaseJson>,
+    pub cases: Cases,
+}
+
+impl<Cases> RunJsonOf<Cases> {
+    /// The same run with other cases (every other field moved over).
+    pub fn with_cases<Other>(self, cases: Other) -> RunJsonOf<Other> {
+        RunJsonOf {
+            schema: self.schema,
+            harness: self.harness,
+            acp_schema: self.acp_schema,
+            client: self.client,
+            config: self.config,
+            started_unix_ms: self.started_unix_ms,
+            duration_ms: self.duration_ms,
+            summary: self.summary,
+            checks: self.checks,
+            profiles: self.profiles,
+            cases,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,8 @@ use super::measure::{Meter, Sample, ms};
 use crate::client_spec::ClientSpec;
 use crate::output::{is_failing, progress_line};
 use crate::run_json;
-use crate::runner::{CaseResult, RunConfig, run_cases};
+use crate::run_writer::{self, RunWriter};
+use crate::runner::{CaseResult, RunConfig, for_each_case, run_cases};
 use acp_judge::checks::grade_case;
 use acp_judge::record::RunEnd;
 
@@ -44,7 +45,8 @@ pub async fn baseline_round(cases: &[Case], echo: &ClientSpec, cfg: &RunConfig) 
     round(sample, None, &results)
 }
 
-/// Every case against `client`, graded, and the outputs written below `out`.
+/// Every case against `client`, graded, and the outputs written below `out` as
+/// `acp-harness run` writes them (`run_writer`).
 pub async fn suite_round(
     cases: &[Case],
     client: &ClientSpec,
@@ -57,27 +59,39 @@ pub async fn suite_round(
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
     let started = Instant::now();
-    // Each case's progress line is made as `acp-harness run` makes it, and not printed.
-    let mut results = run_cases(cases.to_vec(), client, cfg, |r| {
+    let scenarios = run_json::ScenarioInfo::of(cases, &cfg.scenarios_dir);
+    let mut writer = RunWriter::create(out, &scenarios, None, false)?;
+    // Copies of the records, for timing the checks alone after the round: the writer drops
+    // each transcript once it is on disk. Copying is left out of the round's figures.
+    let mut copies = Vec::new();
+    let mut spooled: Result<()> = Ok(());
+    for_each_case(cases.iter().cloned(), client, cfg, |index, r| {
+        // Each case's progress line is made as `acp-harness run` makes it, and not printed.
         std::hint::black_box(progress_line(&r.record.meta.case_id, r.duration, &r.trials));
+        copies.push(meter.exclude(|| r.clone()));
+        if spooled.is_ok() {
+            spooled = writer.add(index, r);
+        }
     })
     .await;
-    // Timed while the transcripts are still in the results (writing the outputs moves them),
-    // and left out of the round's figures.
-    let checks_ms = meter.exclude(|| checks_ms(&results));
+    spooled?;
     let writing = Instant::now();
-    write_outputs(
-        cases,
+    let header = run_json::RunHeader {
         client,
         cfg,
-        &mut results,
-        out,
+        strict: false,
+        filter: &[],
+        shard: None,
         started_unix_ms,
-        started,
-    )?;
+        duration_ms: started.elapsed().as_millis() as u64,
+        version_output: None,
+    };
+    writer.finish(header)?;
+    run_writer::write_report(out)?;
     let outputs_ms = ms(writing.elapsed());
+    let checks_ms = meter.exclude(|| checks_ms(&copies));
     let sample = meter.stop();
-    let mut round = round(sample, Some(outputs_ms), &results);
+    let mut round = round(sample, Some(outputs_ms), &copies);
     round.checks_ms = Some(checks_ms);
     Ok(round)
 }
@@ -106,30 +120,6 @@ fn round(sample: Sample, outputs_ms: Option<f64>, results: &[CaseResult]) -> Rou
         outputs_ms,
         checks_ms: None,
     }
-}
-
-/// What `acp-harness run` writes after the cases: run.json with the transcripts, and the report.
-fn write_outputs(
-    cases: &[Case],
-    client: &ClientSpec,
-    cfg: &RunConfig,
-    results: &mut [CaseResult],
-    out: &Path,
-    started_unix_ms: u64,
-    started: Instant,
-) -> Result<()> {
-    let header = run_json::RunHeader {
-        client,
-        cfg,
-        strict: false,
-        filter: &[],
-        shard: None,
-        started_unix_ms,
-        duration_ms: started.elapsed().as_millis() as u64,
-        version_output: None,
-    };
-    run_json::write_outputs(header, &run_json::ScenarioInfo::of(cases), results, out)??;
-    Ok(())
 }
 
 /// The checks alone over finished records, one thread: what grading costs in a suite round.

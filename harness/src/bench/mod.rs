@@ -7,7 +7,7 @@
 //! * `baseline` / `suite` (`corpus.rs`): the corpus against the echo client (`echo.rs`), checks
 //!   off, and against the client under test, graded and written out, in alternating rounds;
 //! * `large`: one generated scenario of 10,000 tool_call_updates (`generate.rs`), once a round;
-//! * `scale-cases`, `scale-frames` (`scale.rs`): the corpus repeated to 10 … 1,000 cases, and one
+//! * `scale-cases`, `scale-frames` (`scale.rs`): the corpus repeated to 10 … 10,000 cases, and one
 //!   generated scenario of 10² … 10⁵ updates.
 //!
 //! The figures go to stdout as a table and to `--out` as JSON (`report.rs`); progress goes to
@@ -97,8 +97,8 @@ pub struct BenchArgs {
     /// [default: 100,1000,10000,100000; with --quick: 100,1000,10000].
     #[arg(long, value_delimiter = ',', value_name = "COUNTS")]
     pub frames: Vec<usize>,
-    /// Case counts in scale-cases, comma-separated [default: 10,30,100,300,1000; with --quick:
-    /// 10,30,100].
+    /// Case counts in scale-cases, comma-separated [default: 10,30,100,300,1000,10000; with
+    /// --quick: 10,30,100].
     #[arg(long, value_delimiter = ',', value_name = "COUNTS")]
     pub cases: Vec<usize>,
     /// tool_call_updates in the large case.
@@ -138,7 +138,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         &args.cases,
         args.quick,
         &[10, 30, 100],
-        &[10, 30, 100, 300, 1000],
+        &[10, 30, 100, 300, 1000, 10_000],
     );
 
     // Fail on an unwritable --out before measuring anything.
@@ -206,8 +206,13 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         ))?);
     }
     if has(Section::ScaleCases) {
-        report.scale_cases =
-            Some(rt.block_on(scale::cases_series(&corpus, &counts, &client, &cfg)));
+        report.scale_cases = Some(rt.block_on(scale::cases_series(
+            &work.path().join("cases"),
+            &corpus,
+            &counts,
+            &client,
+            &cfg,
+        ))?);
     }
     if has(Section::ScaleFrames) {
         report.scale_frames = Some(rt.block_on(scale::frames_series(

@@ -99,6 +99,63 @@ pub struct Goal {
     pub unit: &'static str,
     /// `None` when the section that measures it did not run.
     pub met: Option<bool>,
+    /// The value must reach the limit (else stay under it).
+    pub at_least: bool,
+}
+
+impl Goal {
+    fn at_most(goal: String, value: Option<f64>, limit: f64, unit: &'static str) -> Goal {
+        Goal {
+            met: value.map(|v| v <= limit),
+            goal,
+            value,
+            limit,
+            unit,
+            at_least: false,
+        }
+    }
+
+    fn at_least(goal: String, value: Option<f64>, limit: f64, unit: &'static str) -> Goal {
+        Goal {
+            met: value.map(|v| v >= limit),
+            at_least: true,
+            ..Goal::at_most(goal, value, limit, unit)
+        }
+    }
+}
+
+/// The goals of issue 17 on the cases series (flat memory, linear time), on the points it has.
+fn cases_goals(series: &CasesSeries) -> Vec<Goal> {
+    let point = |n: usize| series.points.iter().find(|p| p.cases == n);
+    let rss = |n: usize| point(n).map(|p| p.sample.harness_peak_rss_kib as f64);
+    let per_s = |n: usize| point(n).map(|p| p.cases_per_s);
+    let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?).filter(|r| r.is_finite());
+    vec![
+        Goal::at_most(
+            "peak RSS, run of 1,000 cases / of 10".into(),
+            ratio(rss(1000), rss(10)),
+            1.1,
+            "×",
+        ),
+        Goal::at_most(
+            "peak RSS, run of 10,000 cases / of 10".into(),
+            ratio(rss(10_000), rss(10)),
+            1.1,
+            "×",
+        ),
+        Goal::at_most(
+            "time exponent over cases, last decade".into(),
+            series.growth.time_exponent_last,
+            1.05,
+            "",
+        ),
+        Goal::at_least(
+            "cases/s at 1,000 cases / at 30".into(),
+            ratio(per_s(1000), per_s(30)),
+            0.9,
+            "×",
+        ),
+    ]
 }
 
 impl BenchReport {
@@ -135,20 +192,7 @@ impl BenchReport {
 
     /// The goals of issue 8 / docs/performance.md, judged on what ran.
     pub fn judge(&mut self) {
-        let at_most = |goal: String, value: Option<f64>, limit: f64, unit| Goal {
-            met: value.map(|v| v <= limit),
-            goal,
-            value,
-            limit,
-            unit,
-        };
-        let at_least = |goal: String, value: Option<f64>, limit: f64, unit| Goal {
-            met: value.map(|v| v >= limit),
-            goal,
-            value,
-            limit,
-            unit,
-        };
+        let (at_most, at_least) = (Goal::at_most, Goal::at_least);
         let suite_rss = self.suite.as_ref().map(|s| {
             let kib = s.rounds.iter().map(|r| r.harness_peak_rss_kib).max();
             mb(kib.unwrap_or(0))
@@ -182,6 +226,9 @@ impl BenchReport {
                 "MB",
             ),
         ];
+        if let Some(cases) = &self.scale_cases {
+            self.goals.extend(cases_goals(cases));
+        }
     }
 
     pub fn write_json(&self, path: &Path) -> Result<()> {
@@ -278,21 +325,25 @@ impl BenchReport {
         if let Some(s) = &self.scale_cases {
             let _ = writeln!(
                 t,
-                "\nscale: number of cases\n{:>7} {:>9} {:>8} {:>9} {:>9}",
-                "cases", "wall", "cases/s", "cpu self", "peak RSS"
+                "\nscale: number of cases (run: the cases and run.json; then the report)\n\
+                 {:>7} {:>9} {:>8} {:>9} {:>9} {:>11} {:>11}",
+                "cases", "wall", "cases/s", "cpu self", "peak RSS", "report wall", "report RSS"
             );
             for p in &s.points {
                 let _ = writeln!(
                     t,
-                    "{:>7} {:>9} {:>8.0} {:>9} {:>9}",
+                    "{:>7} {:>9} {:>8.0} {:>9} {:>9} {:>11} {:>11}",
                     p.cases,
                     dur(p.sample.wall_ms),
                     p.cases_per_s,
                     dur(p.sample.harness_cpu_ms),
-                    mb_text(p.sample.harness_peak_rss_kib)
+                    mb_text(p.sample.harness_peak_rss_kib),
+                    dur(p.report.wall_ms),
+                    mb_text(p.report.harness_peak_rss_kib)
                 );
             }
-            let _ = writeln!(t, "{}", growth_line(&s.growth, "case"));
+            let _ = writeln!(t, "run:    {}", growth_line(&s.growth, "case"));
+            let _ = writeln!(t, "report: {}", growth_line(&s.report_growth, "case"));
         }
         if let Some(s) = &self.scale_frames {
             let _ = writeln!(
@@ -326,7 +377,7 @@ impl BenchReport {
                 Some(false) => "NOT met",
                 None => "-",
             };
-            let sense = if g.unit == "cases/s" { "≥" } else { "≤" };
+            let sense = if g.at_least { "≥" } else { "≤" };
             let _ = writeln!(
                 t,
                 "  {:<48} {:>16}   goal {sense} {} {:<8} {verdict}",

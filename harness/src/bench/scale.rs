@@ -17,7 +17,9 @@ use super::progress;
 use super::report::Large;
 use crate::client_spec::ClientSpec;
 use crate::output::is_failing;
-use crate::runner::{RunConfig, run_case, run_cases};
+use crate::run_json::{RunHeader, ScenarioInfo};
+use crate::run_writer::{self, RunWriter};
+use crate::runner::{RunConfig, for_each_case, run_case};
 use acp_judge::checks::grade_case;
 use acp_judge::record::RunEnd;
 
@@ -40,12 +42,16 @@ pub struct FramesPoint {
     pub passed: bool,
 }
 
-/// One point of the cases series.
+/// One point of the cases series: what `acp-harness run` does with that many cases.
 #[derive(Debug, Clone, Serialize)]
 pub struct CasesPoint {
     pub cases: usize,
+    /// Running the cases, each written to disk as it ends (transcript, run.json entry), then
+    /// run.json written from there (`run_writer`).
     pub sample: Sample,
     pub cases_per_s: f64,
+    /// Then the report, made from run.json and the transcripts on disk; timed on its own.
+    pub report: Sample,
 }
 
 /// How a series grows: fitted exponents of time (`t ∝ xᵏ`), over every point and over the last
@@ -66,7 +72,10 @@ pub struct FramesSeries {
 #[derive(Debug, Clone, Serialize)]
 pub struct CasesSeries {
     pub points: Vec<CasesPoint>,
+    /// Of the run (the cases and run.json).
     pub growth: Growth,
+    /// Of the report alone.
+    pub report_growth: Growth,
 }
 
 /// Generates, parses and runs one scenario of `updates` tool_call_updates.
@@ -112,22 +121,61 @@ async fn frames_point(
     })
 }
 
-/// The corpus repeated (cycled) to `n` cases, graded.
+/// The corpus repeated (cycled) to `n` cases, graded and written to `out` as
+/// `acp-harness run` writes them; the repeats get ids of their own (`…~2`), so that every case
+/// has its own transcript and page.
 async fn cases_point(
     corpus: &[Case],
     n: usize,
     client: &ClientSpec,
     cfg: &RunConfig,
-) -> CasesPoint {
-    let cases: Vec<Case> = corpus.iter().cycle().take(n).cloned().collect();
+    out: &Path,
+) -> Result<CasesPoint> {
+    let scenarios = ScenarioInfo::of(corpus, &cfg.scenarios_dir);
+    let cases = corpus.iter().cycle().take(n).enumerate().map(|(i, case)| {
+        let repeat = i / corpus.len();
+        let mut case = case.clone();
+        if repeat > 0 {
+            case.id = format!("{}~{}", case.id, repeat + 1);
+        }
+        case
+    });
     let meter = Meter::start();
-    let results = run_cases(cases, client, cfg, |_| {}).await;
+    let started_unix_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let mut writer = RunWriter::create(out, &scenarios, None, false)?;
+    let mut spooled: Result<()> = Ok(());
+    let mut count = 0;
+    for_each_case(cases, client, cfg, |index, result| {
+        count += 1;
+        if spooled.is_ok() {
+            spooled = writer.add(index, result);
+        }
+    })
+    .await;
+    spooled?;
+    writer.finish(RunHeader {
+        client,
+        cfg,
+        strict: false,
+        filter: &[],
+        shard: None,
+        started_unix_ms,
+        duration_ms: 0,
+        version_output: None,
+    })?;
     let sample = meter.stop();
-    CasesPoint {
-        cases: results.len(),
-        cases_per_s: per_second(results.len(), sample.wall_ms),
+    let meter = Meter::start();
+    run_writer::write_report(out)?;
+    let report = meter.stop();
+    Ok(CasesPoint {
+        cases: count,
+        cases_per_s: per_second(count, sample.wall_ms),
         sample,
-    }
+        report,
+    })
 }
 
 pub fn per_second(count: usize, wall_ms: f64) -> f64 {
@@ -186,27 +234,32 @@ pub async fn large(
     })
 }
 
-/// The corpus repeated to each of `counts` cases.
+/// The corpus repeated to each of `counts` cases, each point's outputs in a directory of its
+/// own below `dir` (kept until the benchmark ends: see `corpus_sections`).
 pub async fn cases_series(
+    dir: &Path,
     corpus: &[Case],
     counts: &[usize],
     client: &ClientSpec,
     cfg: &RunConfig,
-) -> CasesSeries {
+) -> Result<CasesSeries> {
     let mut points = Vec::new();
     for &n in counts {
-        let p = cases_point(corpus, n, client, cfg).await;
+        let p = cases_point(corpus, n, client, cfg, &dir.join(n.to_string())).await?;
         progress(&format!(
-            "scale-cases: {n} cases in {:.2} s",
-            p.sample.wall_ms / 1000.0
+            "scale-cases: {n} cases in {:.2} s, report {:.2} s",
+            p.sample.wall_ms / 1000.0,
+            p.report.wall_ms / 1000.0
         ));
         points.push(p);
     }
     let xs: Vec<_> = points.iter().map(|p| (p.cases as f64, p.sample)).collect();
-    CasesSeries {
+    let report: Vec<_> = points.iter().map(|p| (p.cases as f64, p.report)).collect();
+    Ok(CasesSeries {
         growth: growth(&xs),
+        report_growth: growth(&report),
         points,
-    }
+    })
 }
 
 /// One generated scenario per count of updates in `counts`.
