@@ -463,6 +463,7 @@ message = "file missing"
             record,
             trials,
             duration: std::time::Duration::ZERO,
+            timing: Default::default(),
         }
     }
 

@@ -392,6 +392,7 @@ mod tests {
             record: case.record(),
             trials: Vec::new(),
             duration: std::time::Duration::ZERO,
+            timing: Default::default(),
         }];
         let dir = tempfile::tempdir().unwrap();
         let fixture = concat!(
