@@ -142,15 +142,19 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
         }
     };
     // Grading a big transcript takes a while (100,000 frames: a few hundred ms): off the
-    // runtime's workers, so other cases' verdicts do not wait for this one's.
-    let (record, trials) = if cfg.grade {
+    // runtime's workers, so other cases' verdicts do not wait for this one's. A small one is
+    // graded in place, sooner than a thread of the blocking pool would start on a busy machine.
+    let (record, trials) = if !cfg.grade {
+        (record, Vec::new())
+    } else if record.transcript.len() > GRADE_IN_PLACE {
         off_the_runtime(move || {
             let trials = grade_case(&record);
             (record, trials)
         })
         .await
     } else {
-        (record, Vec::new())
+        let trials = grade_case(&record);
+        (record, trials)
     };
     timing.graded = Some(Instant::now());
     drop(dir);
@@ -161,6 +165,9 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
         timing,
     }
 }
+
+/// Transcripts up to this many entries are graded on the runtime's worker (a millisecond or so).
+const GRADE_IN_PLACE: usize = 2_000;
 
 /// Runs blocking or long CPU-bound work on tokio's blocking pool, so that it stalls no runtime
 /// worker (and with it the tasks queued there: other cases, their timers and waits).
@@ -436,13 +443,16 @@ async fn run_case_inner(
         }
     };
 
-    // Which terminal commands still run now that the agent is done with them (a look that may
-    // wait half a second for a dying process: off the runtime's workers, so it holds up no
-    // other case).
-    let probes = {
+    // Which terminal commands still run now that the agent is done with them. A look that may
+    // wait half a second for a dying process, so when the agent started any, it is taken off
+    // the runtime's workers and holds up no other case.
+    let terminals = workspace.join(crate::terminal_probe::DIR).exists();
+    let probes = if terminals {
         let (workspace, root) = (workspace.clone(), root.clone());
         off_the_runtime(move || crate::terminal_probe::Probes::at_scenario_end(&workspace, &root))
             .await
+    } else {
+        crate::terminal_probe::Probes::default()
     };
     if matches!(end, RunEnd::Incomplete { .. } | RunEnd::Timeout { .. }) {
         // When the run stopped waiting, and how long a step may wait: `jsonrpc` judges the
@@ -504,9 +514,11 @@ async fn run_case_inner(
     timing.client_exited = launched.exited().map(|e| e.at);
     // Terminal commands that outlived the client (in a group and an environment of their own,
     // out of reach of both kills above) are killed here; the note says they were.
-    let left_running = {
+    let left_running = if terminals || workspace.join(crate::terminal_probe::DIR).exists() {
         let (workspace, root) = (workspace.clone(), root.clone());
         off_the_runtime(move || probes.after_client_exit(&workspace, &root)).await
+    } else {
+        Vec::new()
     };
     for probe in left_running {
         rec.note(Note::TerminalProbe(probe));
