@@ -503,6 +503,7 @@ message = "file missing"
             record,
             trials,
             duration: std::time::Duration::ZERO,
+            timing: Default::default(),
         }
     }
 

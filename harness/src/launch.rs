@@ -1,24 +1,28 @@
 //! Launching the client under test in its own process group, keeping the tail of its stderr,
 //! and making sure that nothing it started outlives the case.
+//!
+//! The client is reaped by a task of its own from the moment it starts, so the instant it exits
+//! is known whatever the harness was waiting for then (the verdict on a dead client is timed
+//! from it), and any number of waits can watch for that exit.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::sync::watch;
 
 /// Bytes of stderr kept for crash reports.
 const STDERR_TAIL_BYTES: usize = 4096;
 
 /// A running client.
 pub struct Launched {
-    pub child: Child,
     /// Process group id (= the client's pid): the client and everything it spawns.
     pub pgid: i32,
     pub stdin: Option<ChildStdin>,
@@ -29,6 +33,17 @@ pub struct Launched {
     pub stderr: Option<tokio::sync::mpsc::UnboundedReceiver<Vec<u8>>>,
     stderr_tail: Arc<Mutex<VecDeque<u8>>>,
     stderr_task: tokio::task::JoinHandle<()>,
+    /// Set by `reaper` when the client exits.
+    exit: watch::Receiver<Option<Exited>>,
+    /// Owns the client process and waits for it; aborting it kills the client (`kill_on_drop`).
+    reaper: tokio::task::JoinHandle<()>,
+}
+
+/// The client's exit: how, and the instant the harness saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exited {
+    pub info: ExitInfo,
+    pub at: Instant,
 }
 
 /// How a client process ended, in words and numbers.
@@ -156,6 +171,7 @@ pub fn launch_with(
     // terminal never reports its end.
     drop(cmd);
     let mut child = spawned.with_context(|| format!("could not start client {program:?}"))?;
+    let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
     let pgid = child
         .id()
         .context("client exited before its pid was read")? as i32;
@@ -196,16 +212,39 @@ pub fn launch_with(
             (None, Some(output), task)
         }
     };
+    let (exit_tx, exit) = watch::channel(None);
+    let reaper = tokio::spawn(async move {
+        let info = match child.wait().await {
+            Ok(status) => ExitInfo::from_status(status),
+            // Not expected for a child of ours; the exit is all that is known.
+            Err(_) => ExitInfo {
+                code: None,
+                signal: None,
+            },
+        };
+        exit_tx.send_replace(Some(Exited {
+            info,
+            at: Instant::now(),
+        }));
+    });
     Ok(Launched {
-        stdin: child.stdin.take(),
-        stdout: child.stdout.take(),
+        stdin,
+        stdout,
         terminal,
         stderr: stderr_output,
-        child,
         pgid,
         stderr_tail,
         stderr_task,
+        exit,
+        reaper,
     })
+}
+
+impl Drop for Launched {
+    /// A client given up on (an error path, a panic) is killed, not left running.
+    fn drop(&mut self) {
+        self.reaper.abort();
+    }
 }
 
 impl Launched {
@@ -216,39 +255,59 @@ impl Launched {
         String::from_utf8_lossy(&bytes).into_owned()
     }
 
+    /// The client's exit, if it has exited.
+    pub fn exited(&self) -> Option<Exited> {
+        self.exit.borrow().clone()
+    }
+
     /// Exit status if the client has already exited.
-    pub fn try_exit(&mut self) -> Option<ExitInfo> {
-        self.child
-            .try_wait()
-            .ok()
-            .flatten()
-            .map(ExitInfo::from_status)
+    pub fn try_exit(&self) -> Option<ExitInfo> {
+        self.exited().map(|e| e.info)
+    }
+
+    /// Waits for the client to exit.
+    pub async fn wait(&self) -> Exited {
+        let mut exit = self.exit.clone();
+        let exited = match exit.wait_for(Option::is_some).await {
+            Ok(exited) => exited.clone(),
+            Err(_) => None,
+        };
+        // The reaper always says how the client ended before it is done; were it gone without
+        // a word (a panic), the client is gone with it (`kill_on_drop`).
+        exited.unwrap_or_else(|| Exited {
+            info: ExitInfo {
+                code: None,
+                signal: None,
+            },
+            at: Instant::now(),
+        })
     }
 
     /// Exit status if the client exits within `window` (it may be dying: its pipes close a
     /// moment before it can be reaped).
-    pub async fn exit_within(&mut self, window: Duration) -> Option<ExitInfo> {
-        match tokio::time::timeout(window, self.child.wait()).await {
-            Ok(Ok(status)) => Some(ExitInfo::from_status(status)),
-            _ => None,
-        }
+    pub async fn exit_within(&self, window: Duration) -> Option<ExitInfo> {
+        tokio::time::timeout(window, self.wait())
+            .await
+            .ok()
+            .map(|e| e.info)
     }
 
     /// Waits up to `grace` for a voluntary exit, then kills the whole process group and reaps.
     /// Always ends with SIGKILL to the group, so grandchildren (the relay, anything the client
-    /// spawned) die too even when the client itself exited cleanly.
-    pub async fn finish(&mut self, grace: Duration) -> ExitInfo {
-        let status = match tokio::time::timeout(grace, self.child.wait()).await {
-            Ok(Ok(status)) => Some(status),
-            _ => None,
-        };
+    /// spawned) die too even when the client itself exited cleanly. `after_kill` runs right
+    /// after the group kill, before the wait for the end of stderr: the place to kill
+    /// descendants that left the group (they may hold the pipe open).
+    pub async fn finish_with(&mut self, grace: Duration, after_kill: impl FnOnce()) -> ExitInfo {
+        let exited = tokio::time::timeout(grace, self.wait()).await.ok();
         let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
-        let status = match status {
-            Some(s) => s,
-            None => match tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await {
-                Ok(Ok(s)) => s,
-                _ => {
-                    let _ = self.child.start_kill();
+        after_kill();
+        let exited = match exited {
+            Some(e) => e,
+            None => match tokio::time::timeout(Duration::from_secs(5), self.wait()).await {
+                Ok(e) => e,
+                Err(_) => {
+                    // Dropping the child kills it once more and leaves it to tokio to reap.
+                    self.reaper.abort();
                     return ExitInfo {
                         code: None,
                         signal: Some("SIGKILL".into()),
@@ -258,7 +317,12 @@ impl Launched {
         };
         // stderr closes once every holder of the pipe is gone; do not wait forever for it.
         let _ = tokio::time::timeout(Duration::from_millis(500), &mut self.stderr_task).await;
-        ExitInfo::from_status(status)
+        exited.info
+    }
+
+    /// [`Self::finish_with`] with nothing to do after the group kill.
+    pub async fn finish(&mut self, grace: Duration) -> ExitInfo {
+        self.finish_with(grace, || {}).await
     }
 
     /// Sends a signal to the client process only (not its group), e.g. SIGINT to cancel.

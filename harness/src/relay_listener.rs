@@ -3,11 +3,14 @@
 //! [`AgentConn`]. The scenario runner and the long-lived fuzz driver both listen with it.
 //!
 //! A client can die while the scenario waits for it. [`RelayListener::client_gone`] gives the
-//! runner a handle that, once the client process has exited, makes every wait on the agent side
-//! end at once: a pending `accept` fails with the reason, and the connections accepted so far
-//! are shut down, so their readers see the end of the stream (the engine's "client closed the
-//! agent connection"). Without it a client that exits before it starts its agent was judged
-//! only after a whole step timeout.
+//! runner a handle that, once the client process has exited, ends the waits on the agent side:
+//! a pending `accept` fails at once with the reason ([`ClientGone::exited`]), and the connections
+//! accepted so far can be shut down ([`ClientGone::shut_down`]), so their readers see the end of
+//! the stream (the engine's "client closed the agent connection"). The runner shuts them down
+//! only after a short drain: the relay of a dead client still forwards what the client wrote
+//! before it died, then sees its stdin end and closes the connection by itself, and shutting the
+//! socket earlier would lose those last frames. Without this handle a client that exits before
+//! it starts its agent was judged only after a whole step timeout.
 
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::Path;
@@ -29,7 +32,14 @@ pub struct RelayListener {
 pub struct ClientGone {
     why: Arc<watch::Sender<Option<String>>>,
     /// Second handles on the accepted sockets, to shut them down from outside the engine.
-    peers: Arc<Mutex<Vec<StdUnixStream>>>,
+    peers: Arc<Mutex<Peers>>,
+}
+
+#[derive(Default)]
+struct Peers {
+    streams: Vec<StdUnixStream>,
+    /// Set by [`ClientGone::shut_down`]: a connection accepted later is shut down at once.
+    shut: bool,
 }
 
 impl ClientGone {
@@ -40,26 +50,31 @@ impl ClientGone {
         }
     }
 
-    /// The client exited (`why` says how): end every wait on the agent side now.
-    pub fn signal(&self, why: String) {
+    /// The client exited (`why` says how): a pending or later `accept` fails now (no agent
+    /// connection is coming from a dead client).
+    pub fn exited(&self, why: String) {
         self.why.send_replace(Some(why));
-        let peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
-        for peer in peers.iter() {
+    }
+
+    /// Shuts down every agent connection, now and from now on: their readers see the end of
+    /// the stream after what was already delivered.
+    pub fn shut_down(&self) {
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        peers.shut = true;
+        for peer in &peers.streams {
             let _ = peer.shutdown(std::net::Shutdown::Both);
         }
     }
 
-    /// Keeps a second handle on an accepted socket; shuts it down at once if the client is
-    /// already gone.
+    /// Keeps a second handle on an accepted socket; shuts it down at once if the connections
+    /// were already shut down.
     fn track(&self, stream: &UnixStream) {
         let Ok(clone) = dup(stream) else { return };
-        if self.why.borrow().is_some() {
+        let mut peers = self.peers.lock().unwrap_or_else(|e| e.into_inner());
+        if peers.shut {
             let _ = clone.shutdown(std::net::Shutdown::Both);
         }
-        self.peers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(clone);
+        peers.streams.push(clone);
     }
 }
 

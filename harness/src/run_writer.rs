@@ -336,6 +336,7 @@ mod tests {
             record,
             trials,
             duration: Duration::from_millis(7),
+            timing: Default::default(),
         }
     }
 

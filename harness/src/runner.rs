@@ -72,6 +72,18 @@ pub struct CaseResult {
     pub record: CaseRecord,
     pub trials: Vec<Trial>,
     pub duration: Duration,
+    /// When things happened, for the promise that a client that dies is judged at once.
+    pub timing: CaseTiming,
+}
+
+/// Instants of a case (not in run.json: they mean something only inside this process).
+#[derive(Debug, Clone, Default)]
+pub struct CaseTiming {
+    /// When the client process exited, on its own or killed at the end of the case, as the
+    /// task that reaps it saw it; `None` if it never started.
+    pub client_exited: Option<Instant>,
+    /// When the verdict (the trials) was ready.
+    pub graded: Option<Instant>,
 }
 
 /// The one-line command that re-runs just this case.
@@ -92,7 +104,21 @@ pub fn repro_command(case_id: &str, client: &ClientSpec, scenarios_dir: &Path) -
 pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> CaseResult {
     let started = Instant::now();
     let rec = Recorder::new();
-    let record = match run_case_inner(case, client, cfg, &rec).await {
+    let mut timing = CaseTiming::default();
+    // The case's directory outlives the grading: removing it (tens of ms on a busy machine) is
+    // cleanup, not part of the verdict.
+    let dir = tempfile::Builder::new()
+        .prefix("acp-case-")
+        .tempdir()
+        .context("cannot create the case's tempdir");
+    let (dir, outcome) = match dir {
+        Ok(dir) => {
+            let outcome = run_case_inner(case, client, cfg, &rec, &mut timing, dir.path()).await;
+            (Some(dir), outcome)
+        }
+        Err(err) => (None, Err(err)),
+    };
+    let record = match outcome {
         Ok(record) => record,
         Err(err) => {
             // Environment failures (tempdir, socket) are the harness's, never the client's.
@@ -114,15 +140,45 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
             }
         }
     };
-    let trials = if cfg.grade {
-        grade_case(&record)
+    // Grading a big transcript takes a while (100,000 frames: a few hundred ms): off the
+    // runtime's workers, so other cases' verdicts do not wait for this one's. A small one is
+    // graded in place, sooner than a thread of the blocking pool would start on a busy machine.
+    let (record, trials) = if !cfg.grade {
+        (record, Vec::new())
+    } else if record.transcript.len() > GRADE_IN_PLACE {
+        off_the_runtime(move || {
+            let trials = grade_case(&record);
+            (record, trials)
+        })
+        .await
     } else {
-        Vec::new()
+        let trials = grade_case(&record);
+        (record, trials)
     };
+    timing.graded = Some(Instant::now());
+    drop(dir);
     CaseResult {
         record,
         trials,
         duration: started.elapsed(),
+        timing,
+    }
+}
+
+/// Transcripts up to this many entries are graded on the runtime's worker (a millisecond or so).
+const GRADE_IN_PLACE: usize = 2_000;
+
+/// Runs blocking or long CPU-bound work on tokio's blocking pool, so that it stalls no runtime
+/// worker (and with it the tasks queued there: other cases, their timers and waits).
+async fn off_the_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(out) => out,
+        Err(err) => match err.try_into_panic() {
+            // The work panicked: the same panic as if it had run here.
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // Only a runtime shutting down cancels blocking work.
+            Err(err) => panic!("blocking work of the case was cancelled: {err}"),
+        },
     }
 }
 
@@ -154,13 +210,11 @@ async fn run_case_inner(
     client: &ClientSpec,
     cfg: &RunConfig,
     rec: &Recorder,
+    timing: &mut CaseTiming,
+    dir: &Path,
 ) -> Result<CaseRecord> {
-    let dir = tempfile::Builder::new()
-        .prefix("acp-case-")
-        .tempdir()
-        .context("cannot create the case's tempdir")?;
     // Canonical paths: clients compare what they are given with what they see on disk.
-    let root = dir.path().canonicalize()?;
+    let root = dir.canonicalize()?;
     let workspace = root.join("work");
     let outside = root.join("outside");
     std::fs::create_dir(&workspace)?;
@@ -281,7 +335,22 @@ async fn run_case_inner(
                 anyhow::bail!("client stdio was not captured");
             };
             let mut plane = ControlPlane::new(stdin, stdout, rec.clone());
-            let end = match plane.handshake(cfg.step_timeout).await {
+            // A client that dies before its hello is judged at its exit, not after a step
+            // timeout (its stdout may be held open by a process it left behind).
+            let handshake = match unless_client_exits(
+                plane.handshake(cfg.step_timeout),
+                &launched,
+                DRAIN_AFTER_EXIT,
+            )
+            .await
+            {
+                Ok(handshake) => handshake,
+                Err(exited) => Err(HandshakeError::NoHello(format!(
+                    "the client exited ({}) before it said hello",
+                    exited.info.describe()
+                ))),
+            };
+            let end = match handshake {
                 Err(HandshakeError::Unsupported(reason)) => RunEnd::AdapterError { reason },
                 Err(HandshakeError::NoHello(reason)) => RunEnd::Incomplete { step: 0, reason },
                 Ok(supports) => {
@@ -299,7 +368,7 @@ async fn run_case_inner(
                         }
                         None => match tokio::time::timeout_at(
                             deadline,
-                            while_client_lives(run, &mut launched.child, &gone),
+                            while_client_lives(run, &launched, &gone),
                         )
                         .await
                         {
@@ -366,11 +435,7 @@ async fn run_case_inner(
             };
             observer = Some(obs);
             let run = engine::run(case, &engine_cfg, &mut connector, &mut user, rec);
-            match tokio::time::timeout_at(
-                deadline,
-                while_client_lives(run, &mut launched.child, &gone),
-            )
-            .await
+            match tokio::time::timeout_at(deadline, while_client_lives(run, &launched, &gone)).await
             {
                 Ok(outcome) => {
                     keep_alive = outcome.keep_alive;
@@ -382,8 +447,17 @@ async fn run_case_inner(
         }
     };
 
-    // Which terminal commands still run now that the agent is done with them.
-    let probes = crate::terminal_probe::Probes::at_scenario_end(&workspace, &root);
+    // Which terminal commands still run now that the agent is done with them. A look that may
+    // wait half a second for a dying process, so when the agent started any, it is taken off
+    // the runtime's workers and holds up no other case.
+    let terminals = workspace.join(crate::terminal_probe::DIR).exists();
+    let probes = if terminals {
+        let (workspace, root) = (workspace.clone(), root.clone());
+        off_the_runtime(move || crate::terminal_probe::Probes::at_scenario_end(&workspace, &root))
+            .await
+    } else {
+        crate::terminal_probe::Probes::default()
+    };
     if matches!(end, RunEnd::Incomplete { .. } | RunEnd::Timeout { .. }) {
         // When the run stopped waiting, and how long a step may wait: `jsonrpc` judges the
         // requests that had waited that long by then as never answered.
@@ -433,12 +507,24 @@ async fn run_case_inner(
     } else {
         Duration::from_secs(1).saturating_sub(exit_watch)
     };
-    let exit = launched.finish(grace).await;
-    // Descendants that left the client's process group die too (sweep.rs).
-    crate::sweep::kill_marked(&crate::sweep::case_marker(&workspace));
+    // Descendants that left the client's process group die with it (sweep.rs), before the wait
+    // for the end of its stderr, which they may hold open.
+    let marker = crate::sweep::case_marker(&workspace);
+    let exit = launched
+        .finish_with(grace, || {
+            crate::sweep::kill_marked(&marker);
+        })
+        .await;
+    timing.client_exited = launched.exited().map(|e| e.at);
     // Terminal commands that outlived the client (in a group and an environment of their own,
     // out of reach of both kills above) are killed here; the note says they were.
-    for probe in probes.after_client_exit(&workspace, &root) {
+    let left_running = if terminals || workspace.join(crate::terminal_probe::DIR).exists() {
+        let (workspace, root) = (workspace.clone(), root.clone());
+        off_the_runtime(move || probes.after_client_exit(&workspace, &root)).await
+    } else {
+        Vec::new()
+    };
+    for probe in left_running {
         rec.note(Note::TerminalProbe(probe));
     }
     if let Some(obs) = observer.take() {
@@ -464,7 +550,6 @@ async fn run_case_inner(
     record.transcript = rec.take();
     record.files_after = files_after(&record.transcript, &root);
     record.symlinks = crate::case_symlinks::symlinks_under(&root);
-    drop(dir);
     Ok(record)
 }
 
@@ -478,30 +563,55 @@ fn case_timeout(cfg: &RunConfig) -> RunEnd {
     }
 }
 
-/// How long a scenario may go on once the client process has exited. The agent side's waits
-/// end at once ([`ClientGone`]); this bounds any other (a wire-only client's observer), so a dead
-/// client is judged within about this long of its exit.
-const AFTER_CLIENT_EXIT: Duration = Duration::from_millis(100);
+/// How long what a dead client wrote gets to arrive once the client process has exited: its
+/// relay forwards the last frames and then closes the agent connection by itself (its stdin
+/// ended), and its adapter's last control lines are already in the pipe. Usually done within a
+/// millisecond; this only bounds it when something the client left behind holds a pipe open.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(20);
 
-/// Plays `run` to its end, or until the client process exits: a dead client sends nothing more,
-/// so every agent-side wait is ended then, and the run gets [`AFTER_CLIENT_EXIT`] to finish with
-/// what it has (the caller turns an unfinished run and the exit into the crash verdict).
+/// How long a scenario may go on in all once the client process has exited (the drain
+/// included): the agent connections are shut down after the drain, which ends the agent side's
+/// waits; this bounds any other (a wire-only client's observer). Together with the teardown
+/// after it, a dead client is judged within 100 ms of its exit (issue 16; asserted for every
+/// chaos client that dies, in `tests/chaos.rs`).
+const AFTER_CLIENT_EXIT: Duration = Duration::from_millis(50);
+
+/// `fut`'s output, unless the client process exits first and `fut` does not end within `drain`
+/// of that exit: then the exit.
+async fn unless_client_exits<T>(
+    fut: impl std::future::Future<Output = T>,
+    launched: &launch::Launched,
+    drain: Duration,
+) -> Result<T, launch::Exited> {
+    tokio::pin!(fut);
+    let exited = tokio::select! {
+        out = &mut fut => return Ok(out),
+        exited = launched.wait() => exited,
+    };
+    tokio::time::timeout(drain, fut).await.map_err(|_| exited)
+}
+
+/// Plays `run` to its end, or until the client process exits: a dead client sends nothing more.
+/// Its exit fails a pending agent `accept` at once; the run gets [`DRAIN_AFTER_EXIT`] to read
+/// the client's last frames to the end of their connection, then the connections are shut down
+/// and the run gets the rest of [`AFTER_CLIENT_EXIT`] to finish with what it has (the caller
+/// turns an unfinished run and the exit into the crash verdict).
 async fn while_client_lives(
     run: impl std::future::Future<Output = engine::Outcome>,
-    child: &mut tokio::process::Child,
+    launched: &launch::Launched,
     gone: &ClientGone,
 ) -> engine::Outcome {
     tokio::pin!(run);
-    let status = tokio::select! {
+    let exited = tokio::select! {
         outcome = &mut run => return outcome,
-        status = child.wait() => status,
+        exited = launched.wait() => exited,
     };
-    let how = status.map_or_else(
-        |e| format!("could not be waited for ({e})"),
-        |s| ExitInfo::from_status(s).describe(),
-    );
-    gone.signal(format!("the client exited ({how})"));
-    match tokio::time::timeout(AFTER_CLIENT_EXIT, &mut run).await {
+    gone.exited(format!("the client exited ({})", exited.info.describe()));
+    if let Ok(outcome) = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut run).await {
+        return outcome;
+    }
+    gone.shut_down();
+    match tokio::time::timeout(AFTER_CLIENT_EXIT.saturating_sub(DRAIN_AFTER_EXIT), &mut run).await {
         Ok(outcome) => outcome,
         Err(_) => engine::Outcome {
             end: RunEnd::Incomplete {

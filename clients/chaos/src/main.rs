@@ -11,6 +11,13 @@
 //! reference client's capabilities and answering every agent request at once, with no model
 //! behind it. `acp-harness bench` runs the corpus against it as the floor that process spawn and
 //! pipes set on the machine (docs/performance.md).
+//!
+//! With `--prompt` the client runs **wire only**, as a client without an adapter does (a client
+//! profile with `control = "none"`): no hello, no control commands; it opens one session in
+//! `--cwd`, sends the prompt, answers each permission request by its own policy (the first
+//! `allow_once` option) and exits 0 when the turn ends. The modes that break the wire or the
+//! process (dying, hanging, flooding, garbage, bad ids, leftovers) misbehave the same way; the
+//! modes about the control plane itself have no wire-only form.
 
 mod early;
 mod mini;
@@ -95,30 +102,112 @@ impl Mode {
     fn parse(name: &str) -> Option<Mode> {
         Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
     }
+
+    /// Modes whose misbehaviour is on the control plane: without an adapter there is nothing
+    /// to break.
+    fn adapter_only(self) -> bool {
+        matches!(
+            self,
+            Mode::StopReadingStdin
+                | Mode::CloseStdout
+                | Mode::BadControlJson
+                | Mode::BadControlVersion
+        )
+    }
+}
+
+/// A client driven without an adapter (`--prompt`): what it was launched with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireOnly {
+    pub prompt: String,
+    /// The session's cwd.
+    pub cwd: String,
+    /// The agent command (after `--`); empty: read from ACP_HARNESS_AGENT.
+    pub agent: Vec<String>,
+}
+
+/// What the command line asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Args {
+    Help,
+    Run(Mode, Option<WireOnly>),
 }
 
 fn usage() -> String {
     let names: Vec<&str> = Mode::ALL.iter().map(|(n, _)| *n).collect();
     format!(
-        "Usage: acp-chaos-client --mode <MODE>\n\nModes: {}\n\nThe agent command is read from \
-         ACP_HARNESS_AGENT (a JSON array), as the reference client does.",
+        "Usage: acp-chaos-client --mode <MODE>\n       \
+         acp-chaos-client --mode <MODE> --prompt <TEXT> [--cwd <DIR>] [-- <AGENT ARGV>...]\n\n\
+         Modes: {}\n\n\
+         The first form is a client with a control-plane adapter on stdin/stdout. The second is \
+         wire only: one session in DIR (default: the current directory), one prompt, permission \
+         requests answered by the client's own policy, exit 0 when the turn ends. The agent \
+         command is the argv after `--`, else ACP_HARNESS_AGENT (a JSON array), as the reference \
+         client reads it.",
         names.join(", ")
     )
 }
 
+fn parse_args(args: &[String]) -> Result<Args, String> {
+    if matches!(args, [flag] if flag == "--help" || flag == "-h") {
+        return Ok(Args::Help);
+    }
+    let (options, agent) = match args.iter().position(|a| a == "--") {
+        Some(i) => (&args[..i], args[i + 1..].to_vec()),
+        None => (args, Vec::new()),
+    };
+    let (mut mode, mut prompt, mut cwd) = (None, None, None);
+    let mut rest = options.iter();
+    while let Some(flag) = rest.next() {
+        let value = rest.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--mode" => mode = Some(Mode::parse(value).ok_or(format!("no mode {value:?}"))?),
+            "--prompt" => prompt = Some(value.clone()),
+            "--cwd" => cwd = Some(value.clone()),
+            _ => return Err(format!("unknown option {flag:?}")),
+        }
+    }
+    let mode = mode.ok_or("--mode is required")?;
+    let wire = match prompt {
+        Some(prompt) => Some(WireOnly {
+            prompt,
+            cwd: match cwd {
+                Some(cwd) => cwd,
+                None => std::env::current_dir()
+                    .map_err(|e| format!("no current directory: {e}"))?
+                    .to_string_lossy()
+                    .into_owned(),
+            },
+            agent,
+        }),
+        None if cwd.is_some() || !agent.is_empty() => {
+            return Err("--cwd and an agent argv go with --prompt (wire only)".into());
+        }
+        None => None,
+    };
+    if wire.is_some() && mode.adapter_only() {
+        return Err(
+            "this mode breaks the control plane; it has no wire-only form (--prompt)".into(),
+        );
+    }
+    Ok(Args::Run(mode, wire))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let mode = match args.as_slice() {
-        [flag, name] if flag == "--mode" => Mode::parse(name),
-        [flag] if flag == "--help" || flag == "-h" => {
+    let (mode, wire) = match parse_args(&args) {
+        Ok(Args::Help) => {
             println!("{}", usage());
             return ExitCode::SUCCESS;
         }
-        _ => None,
-    };
-    let Some(mode) = mode else {
-        eprintln!("acp-chaos-client: bad arguments {args:?}\n\n{}", usage());
-        return ExitCode::from(2);
+        Ok(Args::Run(mode, wire)) => (mode, wire),
+        Err(why) => {
+            eprintln!(
+                "acp-chaos-client: bad arguments {args:?}: {why}\n\n{}",
+                usage()
+            );
+            return ExitCode::from(2);
+        }
     };
     match mode {
         Mode::ExitAtOnce
@@ -127,6 +216,49 @@ fn main() -> ExitCode {
         | Mode::GrandchildOwnGroup
         | Mode::BadControlJson
         | Mode::BadControlVersion => early::run(mode),
-        _ => mini::run(mode),
+        _ => mini::run(mode, wire),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Args, String> {
+        parse_args(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn an_adapter_client_takes_only_its_mode() {
+        assert_eq!(
+            parse(&["--mode", "flood"]),
+            Ok(Args::Run(Mode::Flood, None))
+        );
+        assert!(parse(&["--mode", "nope"]).is_err());
+        assert!(parse(&["--mode"]).is_err());
+        assert!(parse(&["--mode", "flood", "--cwd", "/w"]).is_err());
+    }
+
+    #[test]
+    fn a_wire_only_client_takes_its_prompt_cwd_and_agent() {
+        let parsed = parse(&[
+            "--mode",
+            "abort-mid-turn",
+            "--prompt",
+            "go",
+            "--cwd",
+            "/w",
+            "--",
+            "agent",
+            "--x",
+        ]);
+        let wire = WireOnly {
+            prompt: "go".into(),
+            cwd: "/w".into(),
+            agent: vec!["agent".into(), "--x".into()],
+        };
+        assert_eq!(parsed, Ok(Args::Run(Mode::AbortMidTurn, Some(wire))));
+        // Modes about the control plane have no wire-only form.
+        assert!(parse(&["--mode", "bad-control-json", "--prompt", "go"]).is_err());
     }
 }

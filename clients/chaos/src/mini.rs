@@ -6,6 +6,11 @@
 //! prompts, shows each permission request as a `command` approval with one button per option,
 //! answers the option the harness chooses, and reports the turn's end. Every other agent request
 //! gets `-32601` (in `echo` mode: an empty result at once).
+//!
+//! Wire only ([`WireOnly`], no adapter): the same client with the harness's part played by its
+//! command line: one session, the one prompt, each permission request answered by its own policy
+//! (the first `allow_once` option), nothing shown on stdout, and the turn's end is its exit
+//! (0; 1 if the agent went away first).
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -20,8 +25,8 @@ use acp_vocab::control::{
 };
 use serde_json::{Value, json};
 
-use crate::Mode;
 use crate::early::hello;
+use crate::{Mode, WireOnly};
 
 enum Input {
     Control(String),
@@ -44,6 +49,14 @@ struct Agent {
 
 struct Mini {
     mode: Mode,
+    /// Driven by the harness's control plane (else wire only: nothing is shown on stdout).
+    adapter: bool,
+    /// Wire only: the prompt, until it is sent (once the session is open).
+    prompt: Option<String>,
+    /// Wire only: the agent command given on the command line (empty: ACP_HARNESS_AGENT).
+    agent_argv: Vec<String>,
+    /// Wire only: the exit status, once the turn is over.
+    exit: Option<u8>,
     tx: Sender<Input>,
     agent: Option<Agent>,
     /// Set once the agent's stdout must no longer be read (`stop-reading-agent`).
@@ -79,12 +92,23 @@ fn log(message: &str) {
     eprintln!("[acp-chaos-client] {message}");
 }
 
-pub fn run(mode: Mode) -> ExitCode {
-    emit(hello(1));
+pub fn run(mode: Mode, wire: Option<WireOnly>) -> ExitCode {
     let (tx, rx) = mpsc::channel();
-    spawn_control_reader(tx.clone(), mode == Mode::StopReadingStdin);
+    let adapter = wire.is_none();
+    if adapter {
+        emit(hello(1));
+        spawn_control_reader(tx.clone(), mode == Mode::StopReadingStdin);
+    }
+    let (prompt, cwd, agent_argv) = match wire {
+        Some(w) => (Some(w.prompt), Some(w.cwd), w.agent),
+        None => (None, None, Vec::new()),
+    };
     let mut mini = Mini {
         mode,
+        adapter,
+        prompt,
+        agent_argv,
+        exit: None,
         tx,
         agent: None,
         agent_paused: Arc::new(AtomicBool::new(false)),
@@ -96,7 +120,12 @@ pub fn run(mode: Mode) -> ExitCode {
         approvals: Vec::new(),
         terminals: Default::default(),
     };
-    while let Ok(input) = rx.recv() {
+    if let Some(cwd) = cwd {
+        // What a user's command line asks of a wire-only client: a session, then the prompt.
+        mini.new_session(None, "wire".to_owned(), cwd);
+    }
+    while mini.exit.is_none() {
+        let Ok(input) = rx.recv() else { break };
         let go_on = match input {
             Input::Control(line) => mini.on_control(&line),
             Input::ControlEof => false,
@@ -106,6 +135,10 @@ pub fn run(mode: Mode) -> ExitCode {
             }
             Input::AgentEof => {
                 log("the agent closed its stdout");
+                if !mini.adapter {
+                    log("the turn did not end");
+                    mini.exit = Some(1);
+                }
                 true
             }
         };
@@ -118,7 +151,7 @@ pub fn run(mode: Mode) -> ExitCode {
         let _ = agent.child.kill();
         let _ = agent.child.wait();
     }
-    ExitCode::SUCCESS
+    ExitCode::from(mini.exit.unwrap_or(0))
 }
 
 /// Control commands from stdin. With `first_only`, one line is read and then stdin is never
@@ -157,8 +190,18 @@ impl Mini {
             .map(|(_, id)| id.clone())
     }
 
+    /// Tells the harness's control plane; wire only, there is none (the turn's end is the exit).
+    fn show(&self, event: Event) {
+        if self.adapter {
+            emit(event);
+        }
+    }
+
     fn error(&self, seq: Option<u64>, message: &str) {
-        emit(Event::Error {
+        if !self.adapter {
+            log(message);
+        }
+        self.show(Event::Error {
             seq,
             message: message.to_owned(),
         });
@@ -209,6 +252,9 @@ impl Mini {
         if self.agent.is_none() {
             if let Err(message) = self.spawn_agent() {
                 self.error(seq, &message);
+                if !self.adapter {
+                    self.exit = Some(1);
+                }
                 return;
             }
             // `echo` advertises what the reference client does, so that no scenario stops at
@@ -235,10 +281,14 @@ impl Mini {
     }
 
     fn spawn_agent(&mut self) -> Result<(), String> {
-        let raw = std::env::var("ACP_HARNESS_AGENT")
-            .map_err(|_| "ACP_HARNESS_AGENT is not set".to_owned())?;
-        let argv: Vec<String> = serde_json::from_str(&raw)
-            .map_err(|e| format!("ACP_HARNESS_AGENT is not a JSON array of strings: {e}"))?;
+        let argv: Vec<String> = if self.agent_argv.is_empty() {
+            let raw = std::env::var("ACP_HARNESS_AGENT")
+                .map_err(|_| "ACP_HARNESS_AGENT is not set".to_owned())?;
+            serde_json::from_str(&raw)
+                .map_err(|e| format!("ACP_HARNESS_AGENT is not a JSON array of strings: {e}"))?
+        } else {
+            self.agent_argv.clone()
+        };
         let (program, args) = argv.split_first().ok_or("ACP_HARNESS_AGENT is empty")?;
         let mut child = Command::new(program)
             .args(args)
@@ -319,7 +369,7 @@ impl Mini {
     }
 
     fn prompt(&mut self, session_id: String, text: String) {
-        emit(turn(&session_id, TurnState::Running));
+        self.show(turn(&session_id, TurnState::Running));
         self.request(
             "session/prompt",
             json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
@@ -346,7 +396,7 @@ impl Mini {
             self.send(&answer);
         }
         self.send(&answer);
-        emit(Event::ApprovalResolved(ApprovalResolved {
+        self.show(Event::ApprovalResolved(ApprovalResolved {
             session_id,
             request_id,
             outcome: Outcome::Selected,
@@ -366,7 +416,7 @@ impl Mini {
         for (request_id, sid) in mine {
             self.send(&json!({"jsonrpc": "2.0", "id": request_id,
                               "result": {"outcome": {"outcome": "cancelled"}}}));
-            emit(Event::ApprovalResolved(ApprovalResolved {
+            self.show(Event::ApprovalResolved(ApprovalResolved {
                 session_id: sid,
                 request_id,
                 outcome: Outcome::Cancelled,
@@ -449,7 +499,7 @@ impl Mini {
                 })
             })
             .collect();
-        emit(Event::Approval(Approval {
+        self.show(Event::Approval(Approval {
             session_id: session_id.clone(),
             request_id: id.clone(),
             // A request without a toolCallId breaks the schema's `toolCallId` (a string): the
@@ -464,7 +514,12 @@ impl Mini {
             options: Some(buttons),
             observed: None,
         }));
-        self.approvals.push((id, session_id));
+        // Wire only there is no user to ask: the client's own policy answers.
+        let by_policy = (!self.adapter).then(|| policy_choice(&params)).flatten();
+        self.approvals.push((id.clone(), session_id));
+        if let Some(option_id) = by_policy {
+            self.choose(None, id, &option_id);
+        }
     }
 
     fn on_response(&mut self, purpose: Purpose, result: Option<&Value>) {
@@ -489,10 +544,13 @@ impl Mini {
                     return;
                 };
                 self.sessions.push((handle.clone(), session_id.to_owned()));
-                emit(Event::SessionOpened {
+                self.show(Event::SessionOpened {
                     session: handle,
                     session_id: session_id.to_owned(),
                 });
+                if let Some(text) = self.prompt.take() {
+                    self.prompt(session_id.to_owned(), text);
+                }
             }
             Purpose::Prompt { session_id } => {
                 let stop = result
@@ -504,7 +562,14 @@ impl Mini {
                     Some(_) => TurnState::Completed,
                     None => TurnState::Failed,
                 };
-                emit(turn(&session_id, state));
+                self.show(turn(&session_id, state));
+                if !self.adapter {
+                    log(&format!(
+                        "the turn ended: {}",
+                        stop.unwrap_or("no stopReason")
+                    ));
+                    self.exit = Some(0);
+                }
             }
         }
     }
@@ -541,6 +606,17 @@ impl Mini {
             _ => {}
         }
     }
+}
+
+/// The option a wire-only client picks by itself: the first `allow_once`, else the first.
+fn policy_choice(params: &Value) -> Option<String> {
+    let options = params["options"].as_array()?;
+    options
+        .iter()
+        .find(|o| o["kind"] == "allow_once")
+        .or_else(|| options.first())
+        .and_then(|o| o["optionId"].as_str())
+        .map(str::to_owned)
 }
 
 /// Dies of SIGSEGV. The Rust runtime installs its own SIGSEGV handler (stack-overflow
