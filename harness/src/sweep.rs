@@ -21,8 +21,25 @@ pub fn case_marker(workspace: &Path) -> String {
 }
 
 /// SIGKILLs every process (other than this one) whose environment contains exactly `marker`
-/// (`KEY=value`). Returns how many were found. Unreadable entries are skipped.
+/// (`KEY=value`), pass after pass until a pass finds none: a marked process may fork between the
+/// moment a pass lists `/proc` and the moment it is killed (a shell starting its next command),
+/// and its child is only in the next listing. A killed process forks no more, so this ends; the
+/// passes are bounded all the same. Returns how many were found. Unreadable entries are skipped.
 pub fn kill_marked(marker: &str) -> usize {
+    const MAX_PASSES: usize = 8;
+    let mut found = 0;
+    for _ in 0..MAX_PASSES {
+        let this_pass = kill_marked_once(marker);
+        if this_pass == 0 {
+            break;
+        }
+        found += this_pass;
+    }
+    found
+}
+
+/// One pass of [`kill_marked`] over the processes listed now.
+fn kill_marked_once(marker: &str) -> usize {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };
