@@ -98,7 +98,12 @@ fn every_section_runs_and_the_json_has_the_figures() {
     // only the fitted slope is measured, and the rest say they were not.
     let measured: Vec<bool> = cases_goals.iter().map(|g| g["met"].is_boolean()).collect();
     assert_eq!(measured, [false, false, true, false], "{cases_goals:?}");
-    assert!(cases_goals[2]["goal"].as_str().unwrap().contains("exponent"));
+    assert!(
+        cases_goals[2]["goal"]
+            .as_str()
+            .unwrap()
+            .contains("exponent")
+    );
     // The table on stdout has the same sections.
     for heading in ["baseline", "suite", "ratio", "large", "scale:", "goals"] {
         assert!(stdout.contains(heading), "no {heading:?} in\n{stdout}");
