@@ -378,7 +378,7 @@ fn stale(id: &str, entry: &Entry, trial: &mut Trial) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn baseline(text: &str) -> Baseline {
@@ -389,7 +389,7 @@ mod tests {
         }
     }
 
-    fn trial(check: &'static str, grade: Grade, message: &str) -> Trial {
+    pub(crate) fn trial(check: &'static str, grade: Grade, message: &str) -> Trial {
         Trial {
             check,
             rules: &[],

@@ -331,10 +331,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         cfg.jobs
     );
     let started = Instant::now();
-    let started_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
+    let started_unix_ms = run_json::unix_ms_now();
     let scenario_info = run_json::ScenarioInfo::of(&cases, &cfg.scenarios_dir);
     let mut writer = RunWriter::create(
         &args.out,
@@ -345,9 +342,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         }),
         args.strict,
     )?;
-    // Each case goes to disk as it ends; the first error writing there stops the run's output
-    // (the cases still run, so their clients are reaped).
-    let mut spooled: Result<()> = Ok(());
+    // Each case goes to disk as it ends.
     runtime()?.block_on(runner::for_each_case(
         cases,
         &client,
@@ -362,12 +357,9 @@ fn run(args: RunArgs) -> Result<ExitCode> {
                 shown.iter_mut().for_each(|t| b.apply_trial(case_id, t));
             }
             println!("{}", progress_line(case_id, r.duration, &shown));
-            if spooled.is_ok() {
-                spooled = writer.add(index, r);
-            }
+            writer.add(index, r);
         },
     ));
-    spooled?;
 
     let header = run_json::RunHeader {
         client: &client,
@@ -375,7 +367,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         strict: args.strict,
         filter: &args.filter,
         shard: args.shard.map(|s| s.to_string()),
-        started_unix_ms: u64::try_from(started_unix_ms).unwrap_or(u64::MAX),
+        started_unix_ms,
         duration_ms: started.elapsed().as_millis() as u64,
         version_output,
     };

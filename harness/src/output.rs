@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use acp_vocab::transcript::{Direction, Entry};
 
-use crate::runner::CaseResult;
 use acp_judge::checks::{Grade, Trial};
 
 /// Grades that make a run fail (warn only under `--strict`).
@@ -58,20 +57,8 @@ pub fn progress_line(case_id: &str, duration: Duration, trials: &[Trial]) -> Str
     line
 }
 
-/// Per agent@version counts of each grade, as an aligned table.
-pub fn summary_table(results: &[CaseResult]) -> String {
-    let mut table = GradeTable::default();
-    for result in results {
-        let meta = &result.record.meta;
-        for trial in &result.trials {
-            table.add(&meta.agent, &meta.version, trial.grade);
-        }
-    }
-    table.render()
-}
-
-/// Trial counts per agent@version and grade, added to as cases finish: the summary table
-/// without keeping the cases.
+/// Trial counts per agent@version and grade, added to as cases finish: the summary table a run
+/// prints, without keeping the cases.
 #[derive(Debug, Clone, Default)]
 pub struct GradeTable {
     rows: BTreeMap<String, [usize; 9]>,

@@ -93,6 +93,35 @@ pub struct RunHeader<'a> {
     pub version_output: Option<Value>,
 }
 
+impl<'a> RunHeader<'a> {
+    /// The header of a run without `--strict`, `--filter`, `--shard` or a version command (the
+    /// benchmark's runs).
+    pub fn plain(
+        client: &'a ClientSpec,
+        cfg: &'a RunConfig,
+        started_unix_ms: u64,
+        duration_ms: u64,
+    ) -> Self {
+        RunHeader {
+            client,
+            cfg,
+            strict: false,
+            filter: &[],
+            shard: None,
+            started_unix_ms,
+            duration_ms,
+            version_output: None,
+        }
+    }
+}
+
+/// Now, in milliseconds since the Unix epoch (run.json's `started_unix_ms`).
+pub fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// run.json's fields other than the cases, which a run adds as they come
 /// ([`RunJsonOf::with_cases`]).
 pub fn header_json(

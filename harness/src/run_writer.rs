@@ -67,6 +67,8 @@ pub struct RunWriter<'a> {
     /// By (case, trial) place, so they print in the order of the run.
     failing: BTreeMap<(usize, usize), Failing>,
     held: Vec<Held>,
+    /// The first error writing a case: the cases after it are dropped, and `finish` returns it.
+    error: Option<anyhow::Error>,
 }
 
 /// What the end of a run shows besides the files.
@@ -107,13 +109,21 @@ impl<'a> RunWriter<'a> {
             said: ClientSaid::default(),
             failing: BTreeMap::new(),
             held: Vec::new(),
+            error: None,
         })
     }
 
     /// Takes the finished case at `index` (its place in the run): its transcript is written and
     /// dropped, its entry spooled. Its trials are the ones to report (the filter applied), not
-    /// yet regraded by the baseline.
-    pub fn add(&mut self, index: usize, mut result: CaseResult) -> Result<()> {
+    /// yet regraded by the baseline. After an error writing, cases are dropped (the run goes on,
+    /// so that its clients are reaped) and [`RunWriter::finish`] returns the error.
+    pub fn add(&mut self, index: usize, result: CaseResult) {
+        if self.error.is_none() {
+            self.error = self.spool(index, result).err();
+        }
+    }
+
+    fn spool(&mut self, index: usize, mut result: CaseResult) -> Result<()> {
         let record = &mut result.record;
         self.said.add(index, &record.transcript);
         run_json::write_transcript(&self.out, &record.meta.case_id, &record.transcript)?;
@@ -189,6 +199,9 @@ impl<'a> RunWriter<'a> {
     /// Applies the baseline (blessing it first with `--bless`, which writes it), then writes
     /// run.json from the spool and removes the spool.
     pub fn finish(mut self, header: RunHeader<'_>) -> Result<Finished> {
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
         // The baseline reads (case id, trial) pairs; where each goes back is kept aside.
         let (places, mut held): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
@@ -302,20 +315,13 @@ mod tests {
     use acp_judge::checks::testkit;
     use std::time::Duration;
 
+    /// A trial whose message, unless it passed, names its check.
     fn trial(check: &'static str, grade: Grade) -> Trial {
-        Trial {
-            check,
-            rules: &[],
-            requirement: "",
-            grade,
-            rule: None,
-            message: if grade == Grade::Pass {
-                String::new()
-            } else {
-                format!("{check} went wrong")
-            },
-            frames: Vec::new(),
-        }
+        let message = match grade {
+            Grade::Pass => String::new(),
+            _ => format!("{check} went wrong"),
+        };
+        crate::baseline::tests::trial(check, grade, &message)
     }
 
     /// A finished case whose client says `initialize` with `clientInfo` named after the case.
@@ -341,16 +347,7 @@ mod tests {
     }
 
     fn header<'a>(client: &'a ClientSpec, cfg: &'a RunConfig) -> RunHeader<'a> {
-        RunHeader {
-            client,
-            cfg,
-            strict: false,
-            filter: &[],
-            shard: None,
-            started_unix_ms: 1,
-            duration_ms: 2,
-            version_output: None,
-        }
+        RunHeader::plain(client, cfg, 1, 2)
     }
 
     fn setup() -> (ClientSpec, RunConfig) {
@@ -393,7 +390,7 @@ mod tests {
         let mut writer = RunWriter::create(dir.path(), &scenarios, None, false).unwrap();
         // Cases end out of order; the run's order is the one they were given in.
         for index in [2, 0, 1] {
-            writer.add(index, results[index].clone()).unwrap();
+            writer.add(index, results[index].clone());
         }
         let finished = writer.finish(header(&client, &cfg)).unwrap();
 
@@ -451,7 +448,7 @@ mod tests {
             };
             let mut writer = RunWriter::create(out, &scenarios, Some(using), false).unwrap();
             for (index, r) in results.iter().enumerate().rev() {
-                writer.add(index, r.clone()).unwrap();
+                writer.add(index, r.clone());
             }
             writer.finish(header(&client, &cfg)).unwrap()
         };

@@ -54,39 +54,28 @@ pub async fn suite_round(
     out: &Path,
 ) -> Result<Round> {
     let mut meter = Meter::start();
-    let started_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let started_unix_ms = run_json::unix_ms_now();
     let started = Instant::now();
     let scenarios = run_json::ScenarioInfo::of(cases, &cfg.scenarios_dir);
     let mut writer = RunWriter::create(out, &scenarios, None, false)?;
     // Copies of the records, for timing the checks alone after the round: the writer drops
     // each transcript once it is on disk. Copying is left out of the round's figures.
     let mut copies = Vec::new();
-    let mut spooled: Result<()> = Ok(());
     for_each_case(cases.iter().cloned(), client, cfg, |index, r| {
         // Each case's progress line is made as `acp-harness run` makes it, and not printed.
         std::hint::black_box(progress_line(&r.record.meta.case_id, r.duration, &r.trials));
         copies.push(meter.exclude(|| r.clone()));
-        if spooled.is_ok() {
-            spooled = writer.add(index, r);
-        }
+        writer.add(index, r);
     })
     .await;
-    spooled?;
     let writing = Instant::now();
-    let header = run_json::RunHeader {
+    let duration_ms = started.elapsed().as_millis() as u64;
+    writer.finish(run_json::RunHeader::plain(
         client,
         cfg,
-        strict: false,
-        filter: &[],
-        shard: None,
         started_unix_ms,
-        duration_ms: started.elapsed().as_millis() as u64,
-        version_output: None,
-    };
-    writer.finish(header)?;
+        duration_ms,
+    ))?;
     run_writer::write_report(out)?;
     let outputs_ms = ms(writing.elapsed());
     let checks_ms = meter.exclude(|| checks_ms(&copies));

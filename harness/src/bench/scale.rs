@@ -17,7 +17,7 @@ use super::progress;
 use super::report::Large;
 use crate::client_spec::ClientSpec;
 use crate::output::is_failing;
-use crate::run_json::{RunHeader, ScenarioInfo};
+use crate::run_json::{RunHeader, ScenarioInfo, unix_ms_now};
 use crate::run_writer::{self, RunWriter};
 use crate::runner::{RunConfig, for_each_case, run_case};
 use acp_judge::checks::grade_case;
@@ -141,31 +141,15 @@ async fn cases_point(
         case
     });
     let meter = Meter::start();
-    let started_unix_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0);
+    let started_unix_ms = unix_ms_now();
     let mut writer = RunWriter::create(out, &scenarios, None, false)?;
-    let mut spooled: Result<()> = Ok(());
     let mut count = 0;
     for_each_case(cases, client, cfg, |index, result| {
         count += 1;
-        if spooled.is_ok() {
-            spooled = writer.add(index, result);
-        }
+        writer.add(index, result);
     })
     .await;
-    spooled?;
-    writer.finish(RunHeader {
-        client,
-        cfg,
-        strict: false,
-        filter: &[],
-        shard: None,
-        started_unix_ms,
-        duration_ms: 0,
-        version_output: None,
-    })?;
+    writer.finish(RunHeader::plain(client, cfg, started_unix_ms, 0))?;
     let sample = meter.stop();
     let meter = Meter::start();
     run_writer::write_report(out)?;
