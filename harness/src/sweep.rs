@@ -21,25 +21,26 @@ pub fn case_marker(workspace: &Path) -> String {
 }
 
 /// SIGKILLs every process (other than this one) whose environment contains exactly `marker`
-/// (`KEY=value`), pass after pass until a pass finds none: a marked process may fork between the
-/// moment a pass lists `/proc` and the moment it is killed (a shell starting its next command),
-/// and its child is only in the next listing. A killed process forks no more, so this ends; the
-/// passes are bounded all the same. Returns how many were found. Unreadable entries are skipped.
+/// (`KEY=value`), pass after pass until a pass finds no process it had not killed yet: a marked
+/// process may fork between the moment a pass lists `/proc` and the moment it is killed (a shell
+/// starting its next command), and its child is only in the next listing. A killed process forks
+/// no more, so this ends; the passes are bounded all the same. Returns how many were found.
+/// Unreadable entries are skipped.
 pub fn kill_marked(marker: &str) -> usize {
     const MAX_PASSES: usize = 8;
-    let mut found = 0;
+    // A killed process stays listed, environment and all, until it is torn down: it is not new.
+    let mut killed = std::collections::HashSet::new();
     for _ in 0..MAX_PASSES {
-        let this_pass = kill_marked_once(marker);
-        if this_pass == 0 {
+        if kill_marked_once(marker, &mut killed) == 0 {
             break;
         }
-        found += this_pass;
     }
-    found
+    killed.len()
 }
 
-/// One pass of [`kill_marked`] over the processes listed now.
-fn kill_marked_once(marker: &str) -> usize {
+/// One pass of [`kill_marked`] over the processes listed now; returns how many it killed that
+/// `killed` did not hold, and adds them.
+fn kill_marked_once(marker: &str, killed: &mut std::collections::HashSet<u32>) -> usize {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
     };
@@ -54,7 +55,7 @@ fn kill_marked_once(marker: &str) -> usize {
         else {
             continue;
         };
-        if pid == me {
+        if pid == me || killed.contains(&pid) {
             continue;
         }
         // Only our own processes are readable; a process that exits meanwhile is just skipped.
@@ -63,6 +64,7 @@ fn kill_marked_once(marker: &str) -> usize {
         };
         if environ.split(|&b| b == 0).any(|var| var == needle) {
             found += 1;
+            killed.insert(pid);
             if let Ok(pid) = i32::try_from(pid) {
                 let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
