@@ -11,18 +11,25 @@ use std::time::{Duration, Instant};
 use acp_fake_agents::engine::{self, EngineConfig};
 use acp_fake_agents::scenario::{Case, Scenario};
 use acp_vocab::note::Note;
-use acp_vocab::transcript::{Direction, Recorder};
+use acp_vocab::transcript::Recorder;
 use anyhow::{Context, Result};
-use serde_json::Value;
 
 use crate::client_spec::{ClientSpec, ControlMode, Expansion};
 use crate::control::{ControlPlane, HandshakeError};
-use crate::launch::{self, ExitInfo};
+use crate::launch;
 use crate::observe::Observer;
-use crate::relay_listener::{ClientGone, RelayListener};
+use crate::relay_listener::RelayListener;
 use crate::wire_only::WireOnlyUser;
 use acp_judge::checks::{Trial, grade_case};
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
+
+mod case_files;
+mod client_exit;
+mod schedule;
+
+use case_files::files_after;
+use client_exit::{DRAIN_AFTER_EXIT, crash, unless_client_exits, while_client_lives};
+pub use schedule::{for_each_case, run_cases};
 
 /// Knobs of a run.
 #[derive(Debug, Clone)]
@@ -560,172 +567,6 @@ fn case_timeout(cfg: &RunConfig) -> RunEnd {
             "the case did not finish within {} ms",
             cfg.case_timeout.as_millis()
         ),
-    }
-}
-
-/// How long what a dead client wrote gets to arrive once the client process has exited: its
-/// relay forwards the last frames and then closes the agent connection by itself (its stdin
-/// ended), and its adapter's last control lines are already in the pipe. Usually done within a
-/// millisecond; this only bounds it when something the client left behind holds a pipe open.
-const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(20);
-
-/// How long a scenario may go on in all once the client process has exited (the drain
-/// included): the agent connections are shut down after the drain, which ends the agent side's
-/// waits; this bounds any other (a wire-only client's observer). Half of the 100 ms in which a
-/// dead client is to be judged (issue 16): the rest is for the teardown (group kill, sweep, the
-/// end of the client's pipes) and the grading. `tests/chaos.rs` asserts the 100 ms for every
-/// chaos client that dies.
-const AFTER_CLIENT_EXIT: Duration = Duration::from_millis(50);
-
-/// `fut`'s output, unless the client process exits first and `fut` does not end within `drain`
-/// of that exit: then the exit.
-async fn unless_client_exits<T>(
-    fut: impl std::future::Future<Output = T>,
-    launched: &launch::Launched,
-    drain: Duration,
-) -> Result<T, launch::Exited> {
-    tokio::pin!(fut);
-    let exited = tokio::select! {
-        out = &mut fut => return Ok(out),
-        exited = launched.wait() => exited,
-    };
-    tokio::time::timeout(drain, fut).await.map_err(|_| exited)
-}
-
-/// Plays `run` to its end, or until the client process exits: a dead client sends nothing more.
-/// Its exit fails a pending agent `accept` at once; the run gets [`DRAIN_AFTER_EXIT`] to read
-/// the client's last frames to the end of their connection, then the connections are shut down
-/// and the run gets the rest of [`AFTER_CLIENT_EXIT`] to finish with what it has (the caller
-/// turns an unfinished run and the exit into the crash verdict).
-async fn while_client_lives(
-    run: impl std::future::Future<Output = engine::Outcome>,
-    launched: &launch::Launched,
-    gone: &ClientGone,
-) -> engine::Outcome {
-    tokio::pin!(run);
-    let exited = tokio::select! {
-        outcome = &mut run => return outcome,
-        exited = launched.wait() => exited,
-    };
-    gone.exited(format!("the client exited ({})", exited.info.describe()));
-    if let Ok(outcome) = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut run).await {
-        return outcome;
-    }
-    gone.shut_down();
-    match tokio::time::timeout(AFTER_CLIENT_EXIT.saturating_sub(DRAIN_AFTER_EXIT), &mut run).await {
-        Ok(outcome) => outcome,
-        Err(_) => engine::Outcome {
-            end: RunEnd::Incomplete {
-                step: 0,
-                reason: "the scenario could not go on without the client".to_owned(),
-            },
-            keep_alive: Vec::new(),
-            readers: Vec::new(),
-        },
-    }
-}
-
-fn crash(exit: &ExitInfo, end: &RunEnd) -> RunEnd {
-    let during = match end {
-        RunEnd::Incomplete { reason, .. } | RunEnd::Timeout { reason, .. } => {
-            format!(" ({reason})")
-        }
-        _ => String::new(),
-    };
-    RunEnd::Crash {
-        exit_code: exit.code,
-        signal: exit.signal.clone(),
-        reason: format!(
-            "the client exited before the scenario ended: {}{during}",
-            exit.describe()
-        ),
-    }
-}
-
-/// Bytes on disk, after the run, of every file the agent asked the client to read or write.
-/// Only paths inside the case's tempdir are read: a scenario never makes the harness read the
-/// user's own files into a report.
-fn files_after(
-    transcript: &[acp_vocab::transcript::Entry],
-    root: &Path,
-) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
-    let mut out = BTreeMap::new();
-    for entry in transcript {
-        if entry.direction != Direction::AgentToClient {
-            continue;
-        }
-        let Some(json) = &entry.json else { continue };
-        let method = json.get("method").and_then(Value::as_str);
-        if !matches!(method, Some("fs/write_text_file" | "fs/read_text_file")) {
-            continue;
-        }
-        let Some(path) = json.pointer("/params/path").and_then(Value::as_str) else {
-            continue;
-        };
-        let path = PathBuf::from(path);
-        let inside = path.is_absolute()
-            && !path
-                .components()
-                .any(|c| matches!(c, std::path::Component::ParentDir))
-            && path.starts_with(root);
-        let bytes = if inside {
-            std::fs::read(&path).ok()
-        } else {
-            None
-        };
-        out.insert(path, bytes);
-    }
-    out
-}
-
-/// Runs `cases`, `cfg.jobs` at a time, and returns their results in the order given; `on_done`
-/// sees each result as its case finishes.
-pub async fn run_cases(
-    cases: Vec<Case>,
-    client: &ClientSpec,
-    cfg: &RunConfig,
-    mut on_done: impl FnMut(&CaseResult),
-) -> Vec<CaseResult> {
-    let mut results: Vec<Option<CaseResult>> = Vec::new();
-    for_each_case(cases, client, cfg, |index, result| {
-        on_done(&result);
-        if results.len() <= index {
-            results.resize_with(index + 1, || None);
-        }
-        results[index] = Some(result);
-    })
-    .await;
-    results.into_iter().flatten().collect()
-}
-
-/// Runs `cases`, `cfg.jobs` at a time, and hands each result to `on_done` with the case's
-/// position in `cases` as soon as it finishes (in the order they finish). Only the cases in
-/// flight are held: the cases are taken from the iterator as slots free up, and a result is
-/// the caller's once handed over, so a run of any length needs the memory of `cfg.jobs` cases
-/// (docs/performance.md, "Number of cases").
-pub async fn for_each_case(
-    cases: impl IntoIterator<Item = Case>,
-    client: &ClientSpec,
-    cfg: &RunConfig,
-    mut on_done: impl FnMut(usize, CaseResult),
-) {
-    let jobs = cfg.jobs.max(1);
-    let mut running = tokio::task::JoinSet::new();
-    let mut cases = cases.into_iter().enumerate();
-    loop {
-        while running.len() < jobs {
-            let Some((index, case)) = cases.next() else {
-                break;
-            };
-            let client = client.clone();
-            let cfg = cfg.clone();
-            running.spawn(async move { (index, run_case(&case, &client, &cfg).await) });
-        }
-        match running.join_next().await {
-            Some(Ok((index, result))) => on_done(index, result),
-            Some(Err(e)) => eprintln!("acp-harness: a case task failed: {e}"),
-            None => break,
-        }
     }
 }
 

@@ -1,0 +1,43 @@
+//! What the case left on disk that the checks read after its tempdir is gone.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use acp_vocab::transcript::Direction;
+use serde_json::Value;
+
+/// Bytes on disk, after the run, of every file the agent asked the client to read or write.
+/// Only paths inside the case's tempdir are read: a scenario never makes the harness read the
+/// user's own files into a report.
+pub(super) fn files_after(
+    transcript: &[acp_vocab::transcript::Entry],
+    root: &Path,
+) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    for entry in transcript {
+        if entry.direction != Direction::AgentToClient {
+            continue;
+        }
+        let Some(json) = &entry.json else { continue };
+        let method = json.get("method").and_then(Value::as_str);
+        if !matches!(method, Some("fs/write_text_file" | "fs/read_text_file")) {
+            continue;
+        }
+        let Some(path) = json.pointer("/params/path").and_then(Value::as_str) else {
+            continue;
+        };
+        let path = PathBuf::from(path);
+        let inside = path.is_absolute()
+            && !path
+                .components()
+                .any(|c| matches!(c, std::path::Component::ParentDir))
+            && path.starts_with(root);
+        let bytes = if inside {
+            std::fs::read(&path).ok()
+        } else {
+            None
+        };
+        out.insert(path, bytes);
+    }
+    out
+}

@@ -1,0 +1,90 @@
+//! A client that exits before its scenario ends: how long what it wrote gets to arrive, how
+//! long the scenario may go on without it, and the crash verdict (issue 16: a dead client is
+//! judged within 100 ms of its exit).
+
+use std::time::Duration;
+
+use acp_fake_agents::engine;
+use acp_judge::record::RunEnd;
+
+use crate::launch::{self, ExitInfo};
+use crate::relay_listener::ClientGone;
+
+/// How long what a dead client wrote gets to arrive once the client process has exited: its
+/// relay forwards the last frames and then closes the agent connection by itself (its stdin
+/// ended), and its adapter's last control lines are already in the pipe. Usually done within a
+/// millisecond; this only bounds it when something the client left behind holds a pipe open.
+pub(super) const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(20);
+
+/// How long a scenario may go on in all once the client process has exited (the drain
+/// included): the agent connections are shut down after the drain, which ends the agent side's
+/// waits; this bounds any other (a wire-only client's observer). Half of the 100 ms in which a
+/// dead client is to be judged (issue 16): the rest is for the teardown (group kill, sweep, the
+/// end of the client's pipes) and the grading. `tests/chaos.rs` asserts the 100 ms for every
+/// chaos client that dies.
+const AFTER_CLIENT_EXIT: Duration = Duration::from_millis(50);
+
+/// `fut`'s output, unless the client process exits first and `fut` does not end within `drain`
+/// of that exit: then the exit.
+pub(super) async fn unless_client_exits<T>(
+    fut: impl std::future::Future<Output = T>,
+    launched: &launch::Launched,
+    drain: Duration,
+) -> Result<T, launch::Exited> {
+    tokio::pin!(fut);
+    let exited = tokio::select! {
+        out = &mut fut => return Ok(out),
+        exited = launched.wait() => exited,
+    };
+    tokio::time::timeout(drain, fut).await.map_err(|_| exited)
+}
+
+/// Plays `run` to its end, or until the client process exits: a dead client sends nothing more.
+/// Its exit fails a pending agent `accept` at once; the run gets [`DRAIN_AFTER_EXIT`] to read
+/// the client's last frames to the end of their connection, then the connections are shut down
+/// and the run gets the rest of [`AFTER_CLIENT_EXIT`] to finish with what it has (the caller
+/// turns an unfinished run and the exit into the crash verdict).
+pub(super) async fn while_client_lives(
+    run: impl std::future::Future<Output = engine::Outcome>,
+    launched: &launch::Launched,
+    gone: &ClientGone,
+) -> engine::Outcome {
+    tokio::pin!(run);
+    let exited = tokio::select! {
+        outcome = &mut run => return outcome,
+        exited = launched.wait() => exited,
+    };
+    gone.exited(format!("the client exited ({})", exited.info.describe()));
+    if let Ok(outcome) = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut run).await {
+        return outcome;
+    }
+    gone.shut_down();
+    match tokio::time::timeout(AFTER_CLIENT_EXIT.saturating_sub(DRAIN_AFTER_EXIT), &mut run).await {
+        Ok(outcome) => outcome,
+        Err(_) => engine::Outcome {
+            end: RunEnd::Incomplete {
+                step: 0,
+                reason: "the scenario could not go on without the client".to_owned(),
+            },
+            keep_alive: Vec::new(),
+            readers: Vec::new(),
+        },
+    }
+}
+
+pub(super) fn crash(exit: &ExitInfo, end: &RunEnd) -> RunEnd {
+    let during = match end {
+        RunEnd::Incomplete { reason, .. } | RunEnd::Timeout { reason, .. } => {
+            format!(" ({reason})")
+        }
+        _ => String::new(),
+    };
+    RunEnd::Crash {
+        exit_code: exit.code,
+        signal: exit.signal.clone(),
+        reason: format!(
+            "the client exited before the scenario ended: {}{during}",
+            exit.describe()
+        ),
+    }
+}
