@@ -22,6 +22,7 @@ pub mod relay_listener;
 pub mod run_json;
 pub mod run_writer;
 pub mod runner;
+pub mod stdout;
 pub mod suite;
 pub mod sweep;
 pub mod terminal_probe;

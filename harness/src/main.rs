@@ -356,7 +356,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
             if let Some(b) = &baseline {
                 shown.iter_mut().for_each(|t| b.apply_trial(case_id, t));
             }
-            println!("{}", progress_line(case_id, r.duration, &shown));
+            acp_harness::outln!("{}", progress_line(case_id, r.duration, &shown));
             writer.add(index, r);
         },
     ));
@@ -373,13 +373,13 @@ fn run(args: RunArgs) -> Result<ExitCode> {
     };
     let finished = writer.finish(header)?;
     if let Some(b) = &finished.blessed {
-        println!(
+        acp_harness::outln!(
             "blessed {}: {} expected failure(s)",
             b.path.display(),
             b.entries.len()
         );
     }
-    println!("\n{}", finished.table.render());
+    acp_harness::outln!("\n{}", finished.table.render());
     let report = run_writer::write_report(&args.out);
 
     let failing: Vec<String> = finished
@@ -396,18 +396,18 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         })
         .collect();
     for f in &failing {
-        println!("{f}");
+        acp_harness::outln!("{f}");
     }
     if let Ok(written) = &report {
         print_causes(written, failing.len());
     }
-    println!("results: {}", args.out.join("run.json").display());
+    acp_harness::outln!("results: {}", args.out.join("run.json").display());
     match &report {
-        Ok(written) => println!("report:  {}", written.index.display()),
+        Ok(written) => acp_harness::outln!("report:  {}", written.index.display()),
         Err(err) => eprintln!("acp-harness: cannot write the report: {err}"),
     }
     if failing.is_empty() {
-        println!("all trials passed");
+        acp_harness::outln!("all trials passed");
         // A run whose report could not be written is not a clean pass (exit 2: environment).
         Ok(if report.is_ok() {
             ExitCode::SUCCESS
@@ -415,7 +415,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
             ExitCode::from(2)
         })
     } else {
-        println!(
+        acp_harness::outln!(
             "{} failing trials; re-run one with the `repro:` line above",
             failing.len()
         );
@@ -430,19 +430,19 @@ fn print_causes(written: &acp_reports::Written, failing: usize) {
         return;
     }
     let n = written.causes.len();
-    println!(
+    acp_harness::outln!(
         "What to fix first: {n} cause{} behind {failing} failing trial{}",
         if n == 1 { "" } else { "s" },
         if failing == 1 { "" } else { "s" }
     );
     for (i, cause) in written.causes.iter().enumerate() {
-        println!("{:>4}. {}", i + 1, cause.line());
-        println!("      first: {}", cause.first_trial);
+        acp_harness::outln!("{:>4}. {}", i + 1, cause.line());
+        acp_harness::outln!("      first: {}", cause.first_trial);
     }
     if let Some(hint) = &written.single_cause_hint {
-        println!("\n{hint}");
+        acp_harness::outln!("\n{hint}");
     }
-    println!();
+    acp_harness::outln!();
 }
 
 /// `--baseline`, checked against every case of the scenarios directory; `--bless` may start
@@ -511,8 +511,8 @@ fn fuzz_to_scenario(
     let regressions = dir.join(acp_harness::fuzz::scenario::AGENT);
     let path = acp_harness::fuzz::scenario::write_regression(artifact, &regressions, id, note)?;
     let id = path.file_stem().unwrap_or_default().to_string_lossy();
-    println!("wrote:  {}", path.display());
-    println!(
+    acp_harness::outln!("wrote:  {}", path.display());
+    acp_harness::outln!(
         "replay: acp-harness replay 'regressions@fuzz/{id}' --scenarios {}",
         dir.display()
     );
@@ -523,19 +523,19 @@ fn replay(case_id: &str, common: CommonArgs) -> Result<ExitCode> {
     let (cfg, client) = config(&common)?;
     let case = suite::find_case(&cfg.scenarios_dir, case_id)?;
     let result = runtime()?.block_on(runner::run_case(&case, &client, &cfg));
-    println!("{}", wire_log(&result.record.transcript));
-    println!("end: {:?}", result.record.end);
+    acp_harness::outln!("{}", wire_log(&result.record.transcript));
+    acp_harness::outln!("end: {:?}", result.record.end);
     if !result.record.stderr_tail.is_empty() {
-        println!(
+        acp_harness::outln!(
             "client stderr (tail):\n{}",
             indent(&result.record.stderr_tail)
         );
     }
     let mut failing = false;
     for t in &result.trials {
-        println!("{:>15}  {}", t.grade.as_str(), t.check);
+        acp_harness::outln!("{:>15}  {}", t.grade.as_str(), t.check);
         if !t.message.is_empty() {
-            println!("{}", indent(&t.failure_text()));
+            acp_harness::outln!("{}", indent(&t.failure_text()));
         }
         failing |= is_failing(t.grade, false);
     }
@@ -549,10 +549,10 @@ fn replay(case_id: &str, common: CommonArgs) -> Result<ExitCode> {
 fn report(runs: &[PathBuf], out: &std::path::Path, exit_code: bool) -> Result<ExitCode> {
     let loaded = merged_runs(runs)?;
     let written = acp_reports::write_report(&loaded, out)?;
-    println!("report:  {}", written.index.display());
-    println!("junit:   {}", written.junit.display());
-    println!("summary: {}", written.summary.display());
-    println!("{} failing trials", written.failing);
+    acp_harness::outln!("report:  {}", written.index.display());
+    acp_harness::outln!("junit:   {}", written.junit.display());
+    acp_harness::outln!("summary: {}", written.summary.display());
+    acp_harness::outln!("{} failing trials", written.failing);
     Ok(if exit_code && written.failing > 0 {
         ExitCode::from(1)
     } else {
@@ -572,7 +572,7 @@ fn merged_runs(paths: &[PathBuf]) -> Result<Vec<acp_reports::LoadedRun>> {
             .shard
             .as_ref()
             .map_or_else(|| "every slice".to_owned(), |s| format!("slices {s} only"));
-        println!(
+        acp_harness::outln!(
             "merged shards of {} ({whole}): {} cases",
             run.run.client.display_name(),
             run.run.cases.len()
@@ -580,7 +580,7 @@ fn merged_runs(paths: &[PathBuf]) -> Result<Vec<acp_reports::LoadedRun>> {
     }
     if merged.len() < given {
         let n = merged.len();
-        println!(
+        acp_harness::outln!(
             "{given} run.json files, {n} run{}",
             if n == 1 { "" } else { "s" }
         );
@@ -598,7 +598,7 @@ fn merge(runs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
         );
     };
     let path = acp_reports::merge::write_run(run, out)?;
-    println!("run.json: {}", path.display());
+    acp_harness::outln!("run.json: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -613,7 +613,7 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
         slower_ms: args.slower_ms,
     };
     let mut d = acp_reports::diff::diff(&old, &new, thresholds);
-    print!("{}", acp_reports::diff::text(&d));
+    acp_harness::out!("{}", acp_reports::diff::text(&d));
     if let Some(path) = &args.html {
         let old_report = ReportPages::locate(&old, args.old_report.as_deref())?;
         let new_report = ReportPages::locate(&new, args.new_report.as_deref())?;
@@ -632,7 +632,7 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
             ("new", &new_report, &args.new),
         ] {
             if report.is_none() {
-                println!(
+                acp_harness::outln!(
                     "note: no report next to the {side} run ({}): its trials are not linked (--{side}-report DIR names one)",
                     run.display()
                 );
@@ -640,7 +640,7 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
         }
         let html = acp_reports::diff::html(&d)?;
         std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))?;
-        println!("html: {}", path.display());
+        acp_harness::outln!("html: {}", path.display());
     }
     Ok(if d.new_failures.is_empty() {
         ExitCode::SUCCESS

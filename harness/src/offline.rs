@@ -44,9 +44,9 @@ pub struct RulesArgs {
 /// `acp-harness rules`: the catalogue as a table, or as JSON.
 pub fn rules(args: &RulesArgs) -> Result<ExitCode> {
     if args.json {
-        println!("{}", serde_json::to_string_pretty(rules::all())?);
+        crate::outln!("{}", serde_json::to_string_pretty(rules::all())?);
     } else {
-        print!("{}", rules_table());
+        crate::out!("{}", rules_table());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -71,20 +71,20 @@ pub fn rules_table() -> String {
 pub fn grade(args: &GradeArgs) -> Result<ExitCode> {
     let transcript = read_transcript(&args.transcript)?;
     let (record, unknown) = case_record(&args.transcript, transcript)?;
-    println!("case: {}", record.meta.case_id);
+    crate::outln!("case: {}", record.meta.case_id);
     let trials = grade_case(&record);
     let mut failing = false;
     for t in &trials {
-        println!("{:>15}  {}", t.grade.as_str(), t.check);
+        crate::outln!("{:>15}  {}", t.grade.as_str(), t.check);
         if !t.message.is_empty() {
-            println!("{}", indent(&t.failure_text()));
+            crate::outln!("{}", indent(&t.failure_text()));
         }
         failing |= is_failing(t.grade, args.strict) && t.grade != Grade::Error;
     }
     if !unknown.is_empty() {
-        println!("\nnot known from the transcript alone:");
+        crate::outln!("\nnot known from the transcript alone:");
         for line in &unknown {
-            println!("  - {line}");
+            crate::outln!("  - {line}");
         }
     }
     Ok(if failing {

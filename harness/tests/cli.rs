@@ -91,6 +91,28 @@ fn list_into_a_closed_pipe_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// Stdout is a pipe whose reader is gone before the process starts, so its first write fails
+/// with EPIPE: `acp-harness rules | head -0`, decided before any race.
+fn into_a_pipe_nobody_reads(args: &[&str]) -> std::process::Output {
+    let (reader, writer) = nix::unistd::pipe().unwrap();
+    drop(reader);
+    harness()
+        .args(args)
+        .stdout(std::process::Stdio::from(writer))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn printing_into_a_closed_pipe_ends_quietly_with_success() {
+    for args in [&["rules"][..], &["rules", "--json"], &["coverage"]] {
+        let out = into_a_pipe_nobody_reads(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(out.status.success(), "{args:?}: {:?} {stderr}", out.status);
+    }
+}
+
 #[test]
 fn rules_lists_the_catalogue_as_a_table_and_as_json() {
     let out = harness().arg("rules").output().unwrap();

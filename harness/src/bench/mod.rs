@@ -224,8 +224,8 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     }
     report.judge();
     report.write_json(&args.out)?;
-    print!("{}", report.table());
-    println!("json: {}", args.out.display());
+    crate::out!("{}", report.table());
+    crate::outln!("json: {}", args.out.display());
     Ok(ExitCode::SUCCESS)
 }
 

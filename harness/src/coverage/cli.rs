@@ -80,9 +80,9 @@ pub fn command(args: &CoverageArgs) -> Result<ExitCode> {
         }
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&table.json())?);
+        crate::outln!("{}", serde_json::to_string_pretty(&table.json())?);
     } else if !args.check {
-        print!("{}", table.markdown());
+        crate::out!("{}", table.markdown());
     }
     let mut problems = table.problems();
     if args.check {
