@@ -38,8 +38,20 @@ enum Input {
 /// What one of our requests to the agent was for.
 enum Purpose {
     Initialize,
-    NewSession { handle: String },
-    Prompt { session_id: String },
+    NewSession(SessionAsk),
+    /// `echo` only: the agent asked to authenticate before `session/new`; then retry it.
+    Authenticate(SessionAsk),
+    Prompt {
+        session_id: String,
+    },
+}
+
+/// A session the harness asked for: its command's `seq` (so a failure answers that command),
+/// handle and cwd.
+struct SessionAsk {
+    seq: Option<u64>,
+    handle: String,
+    cwd: String,
 }
 
 struct Agent {
@@ -62,8 +74,8 @@ struct Mini {
     /// Set once the agent's stdout must no longer be read (`stop-reading-agent`).
     agent_paused: Arc<AtomicBool>,
     initialized: bool,
-    /// Sessions waiting for `initialize`: (handle, cwd).
-    waiting: Vec<(String, String)>,
+    /// Sessions waiting for `initialize`.
+    waiting: Vec<SessionAsk>,
     next_id: u64,
     pending: HashMap<u64, Purpose>,
     /// handle → ACP session id.
@@ -71,6 +83,13 @@ struct Mini {
     terminals: crate::terminal::Terminals,
     /// Open permission requests: (request id, session id).
     approvals: Vec<(Value, String)>,
+    /// `echo` only: sessions whose turn the user stopped and whose prompt has not returned yet. A
+    /// permission request that arrives for one is answered `cancelled` at once, as the protocol
+    /// asks of a cancelled turn, so a scenario where the request crosses the Stop ends.
+    stopped_turns: Vec<String>,
+    /// `echo` only: the ids of `initialize`'s `authMethods`, for an "authentication required"
+    /// error that names none itself.
+    auth_methods: Vec<String>,
 }
 
 fn emit(event: Event) {
@@ -118,6 +137,8 @@ pub fn run(mode: Mode, wire: Option<WireOnly>) -> ExitCode {
         pending: HashMap::new(),
         sessions: Vec::new(),
         approvals: Vec::new(),
+        stopped_turns: Vec::new(),
+        auth_methods: Vec::new(),
         terminals: Default::default(),
     };
     if let Some(cwd) = cwd {
@@ -269,15 +290,20 @@ impl Mini {
                 Purpose::Initialize,
             );
         }
+        let ask = SessionAsk { seq, handle, cwd };
         if self.initialized {
-            self.request(
-                "session/new",
-                json!({"cwd": cwd, "mcpServers": []}),
-                Purpose::NewSession { handle },
-            );
+            self.open_session(ask);
         } else {
-            self.waiting.push((handle, cwd));
+            self.waiting.push(ask);
         }
+    }
+
+    fn open_session(&mut self, ask: SessionAsk) {
+        self.request(
+            "session/new",
+            json!({"cwd": ask.cwd, "mcpServers": []}),
+            Purpose::NewSession(ask),
+        );
     }
 
     fn spawn_agent(&mut self) -> Result<(), String> {
@@ -409,9 +435,22 @@ impl Mini {
     fn cancel(&mut self, session_id: &str) {
         self.send(&json!({"jsonrpc": "2.0", "method": "session/cancel",
                           "params": {"sessionId": session_id}}));
+        if self.mode == Mode::Echo {
+            self.stopped_turns.push(session_id.to_owned());
+        }
+        self.cancel_approvals(session_id);
+    }
+
+    /// Answers every open approval of the session `cancelled`, as the turn's Stop does.
+    fn cancel_approvals(&mut self, session_id: &str) {
+        self.resolve_approvals(|(_, sid)| sid == session_id);
+    }
+
+    /// Answers the open approvals that `which` picks `cancelled`, and closes their cards.
+    fn resolve_approvals(&mut self, which: impl Fn(&(Value, String)) -> bool) {
         let (mine, others): (Vec<_>, Vec<_>) = std::mem::take(&mut self.approvals)
             .into_iter()
-            .partition(|(_, sid)| sid == session_id);
+            .partition(which);
         self.approvals = others;
         for (request_id, sid) in mine {
             self.send(&json!({"jsonrpc": "2.0", "id": request_id,
@@ -436,11 +475,17 @@ impl Mini {
         let id = frame.get("id").cloned();
         match (method, id) {
             (Some(method), Some(id)) => self.on_request(method, id, frame.get("params")),
+            // The agent withdraws a request: `echo` closes the card, answering it `cancelled`.
+            (Some("$/cancel_request"), None) if self.mode == Mode::Echo => {
+                if let Some(request_id) = frame.get("params").and_then(|p| p.get("requestId")) {
+                    self.resolve_approvals(|(id, _)| id == request_id);
+                }
+            }
             (Some(_), None) => {} // notifications: nothing in this client's model
             (None, Some(id)) => {
                 let purpose = id.as_u64().and_then(|n| self.pending.remove(&n));
                 if let Some(purpose) = purpose {
-                    self.on_response(purpose, frame.get("result"));
+                    self.on_response(purpose, frame.get("result"), frame.get("error"));
                 }
             }
             (None, None) => {}
@@ -516,43 +561,63 @@ impl Mini {
         }));
         // Wire only there is no user to ask: the client's own policy answers.
         let by_policy = (!self.adapter).then(|| policy_choice(&params)).flatten();
-        self.approvals.push((id.clone(), session_id));
-        if let Some(option_id) = by_policy {
+        let stopped = self.stopped_turns.contains(&session_id);
+        self.approvals.push((id.clone(), session_id.clone()));
+        if stopped {
+            self.cancel_approvals(&session_id);
+        } else if let Some(option_id) = by_policy {
             self.choose(None, id, &option_id);
         }
     }
 
-    fn on_response(&mut self, purpose: Purpose, result: Option<&Value>) {
+    fn on_response(&mut self, purpose: Purpose, result: Option<&Value>, error: Option<&Value>) {
         match purpose {
             Purpose::Initialize => {
                 self.initialized = true;
+                self.auth_methods = result
+                    .and_then(|r| r.get("authMethods"))
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|m| Some(m.get("id")?.as_str()?.to_owned()))
+                    .collect();
                 self.misbehave_after_initialize();
-                for (handle, cwd) in std::mem::take(&mut self.waiting) {
-                    self.request(
-                        "session/new",
-                        json!({"cwd": cwd, "mcpServers": []}),
-                        Purpose::NewSession { handle },
-                    );
+                for ask in std::mem::take(&mut self.waiting) {
+                    self.open_session(ask);
                 }
             }
-            Purpose::NewSession { handle } => {
+            Purpose::NewSession(ask) => {
                 let Some(session_id) = result
                     .and_then(|r| r.get("sessionId"))
                     .and_then(Value::as_str)
                 else {
-                    self.error(None, "session/new failed");
+                    let method = auth_method(error, &self.auth_methods);
+                    match method.filter(|_| self.mode == Mode::Echo) {
+                        Some(method_id) => self.request(
+                            "authenticate",
+                            json!({"methodId": method_id}),
+                            Purpose::Authenticate(ask),
+                        ),
+                        None => self.error(ask.seq, "session/new failed"),
+                    }
                     return;
                 };
-                self.sessions.push((handle.clone(), session_id.to_owned()));
+                self.sessions
+                    .push((ask.handle.clone(), session_id.to_owned()));
                 self.show(Event::SessionOpened {
-                    session: handle,
+                    session: ask.handle,
                     session_id: session_id.to_owned(),
                 });
                 if let Some(text) = self.prompt.take() {
                     self.prompt(session_id.to_owned(), text);
                 }
             }
+            Purpose::Authenticate(ask) => match result {
+                Some(_) => self.open_session(ask),
+                None => self.error(ask.seq, "authenticate failed"),
+            },
             Purpose::Prompt { session_id } => {
+                self.stopped_turns.retain(|stopped| *stopped != session_id);
                 let stop = result
                     .and_then(|r| r.get("stopReason"))
                     .and_then(Value::as_str);
@@ -609,6 +674,23 @@ impl Mini {
 }
 
 /// The option a wire-only client picks by itself: the first `allow_once`, else the first.
+/// For an "authentication required" error (-32000, ACP's `auth_required`): the first method its
+/// `data.authMethods` offers, else the first of `initialize`'s — what a client that authenticates
+/// without asking picks. None for any other error, or when no method is offered.
+fn auth_method(error: Option<&Value>, from_initialize: &[String]) -> Option<String> {
+    let error = error?;
+    if error.get("code").and_then(Value::as_i64) != Some(-32000) {
+        return None;
+    }
+    let offered = error
+        .pointer("/data/authMethods")
+        .and_then(Value::as_array)
+        .and_then(|methods| methods.first()?.get("id")?.as_str());
+    offered
+        .map(str::to_owned)
+        .or_else(|| from_initialize.first().cloned())
+}
+
 fn policy_choice(params: &Value) -> Option<String> {
     let options = params["options"].as_array()?;
     options
