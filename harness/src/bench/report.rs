@@ -129,6 +129,7 @@ fn cases_goals(series: &CasesSeries) -> Vec<Goal> {
     let point = |n: usize| series.points.iter().find(|p| p.cases == n);
     let rss = |n: usize| point(n).map(|p| p.sample.harness_peak_rss_kib as f64);
     let per_s = |n: usize| point(n).map(|p| p.cases_per_s);
+    let report_rss = |n: usize| point(n).map(|p| p.report.harness_peak_rss_kib as f64);
     let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?).filter(|r| r.is_finite());
     vec![
         Goal::at_most(
@@ -154,6 +155,59 @@ fn cases_goals(series: &CasesSeries) -> Vec<Goal> {
             ratio(per_s(1000), per_s(30)),
             0.9,
             "×",
+        ),
+        Goal::at_most(
+            "report peak RSS, 1,000 cases / 10".into(),
+            ratio(report_rss(1000), report_rss(10)),
+            1.1,
+            "×",
+        ),
+        Goal::at_most(
+            "report peak RSS, 10,000 cases / 10".into(),
+            ratio(report_rss(10_000), report_rss(10)),
+            1.1,
+            "×",
+        ),
+        Goal::at_most(
+            "report time exponent over cases, last decade".into(),
+            series.report_growth.time_exponent_last,
+            1.05,
+            "",
+        ),
+    ]
+}
+
+/// The goals of issue 17 on the frames series (item 3): memory a frame, and the 10⁵-update
+/// scenario parsed, played and checked in 1 s with the parse at most 3 µs a step.
+fn frames_goals(series: &FramesSeries) -> Vec<Goal> {
+    let largest = series
+        .points
+        .iter()
+        .max_by_key(|p| p.updates)
+        .filter(|p| p.updates >= 100_000);
+    let name = |what: &str| match largest {
+        Some(p) => format!("{} updates {what}", p.updates),
+        None => format!("100000 updates {what}"),
+    };
+    vec![
+        Goal::at_most(
+            "harness memory a frame (frames series slope)".into(),
+            // The series is fitted over frames (both directions), so the slope is a frame's.
+            series.growth.rss_kib_per_unit,
+            1.0,
+            "KiB",
+        ),
+        Goal::at_most(
+            name("parsed, played and checked"),
+            largest.map(|p| (p.parse_ms + p.sample.wall_ms) / 1000.0),
+            1.0,
+            "s",
+        ),
+        Goal::at_most(
+            name("parsed, a step"),
+            largest.map(|p| p.parse_ms * 1000.0 / p.updates as f64),
+            3.0,
+            "µs",
         ),
     ]
 }
@@ -228,6 +282,9 @@ impl BenchReport {
         ];
         if let Some(cases) = &self.scale_cases {
             self.goals.extend(cases_goals(cases));
+        }
+        if let Some(frames) = &self.scale_frames {
+            self.goals.extend(frames_goals(frames));
         }
     }
 
