@@ -87,7 +87,8 @@ fn every_section_runs_and_the_json_has_the_figures() {
     }
 
     let goals = report["goals"].as_array().unwrap();
-    let (corpus_goals, cases_goals) = goals.split_at(4);
+    let (corpus_goals, rest) = goals.split_at(4);
+    let (cases_goals, frames_goals) = rest.split_at(7);
     assert!(
         corpus_goals
             .iter()
@@ -95,14 +96,30 @@ fn every_section_runs_and_the_json_has_the_figures() {
         "{goals:?}"
     );
     // The cases series' goals compare points at 10, 30, 1,000 and 10,000 cases: with 2 and 4
-    // only the fitted slope is measured, and the rest say they were not.
-    let measured: Vec<bool> = cases_goals.iter().map(|g| g["met"].is_boolean()).collect();
-    assert_eq!(measured, [false, false, true, false], "{cases_goals:?}");
+    // only the fitted slopes (the run's, the report's) are measured, and the rest say they were
+    // not.
+    let measured = |goals: &[serde_json::Value]| -> Vec<bool> {
+        goals.iter().map(|g| g["met"].is_boolean()).collect()
+    };
+    assert_eq!(
+        measured(cases_goals),
+        [false, false, true, false, false, false, true],
+        "{cases_goals:?}"
+    );
+    for slope in [&cases_goals[2], &cases_goals[6]] {
+        assert!(slope["goal"].as_str().unwrap().contains("exponent"));
+    }
+    // The frames series' memory slope is measured; the 10⁵-update goals need that point.
+    assert_eq!(
+        measured(frames_goals),
+        [true, false, false],
+        "{frames_goals:?}"
+    );
     assert!(
-        cases_goals[2]["goal"]
+        frames_goals[0]["goal"]
             .as_str()
             .unwrap()
-            .contains("exponent")
+            .contains("a frame")
     );
     // The table on stdout has the same sections.
     for heading in ["baseline", "suite", "ratio", "large", "scale:", "goals"] {
