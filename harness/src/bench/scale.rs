@@ -121,19 +121,36 @@ async fn frames_point(
     })
 }
 
-/// The corpus repeated (cycled) to `n` cases, graded and written to `out` as
-/// `acp-harness run` writes them; the repeats get ids of their own (`…~2`), so that every case
-/// has its own transcript and page.
+/// Cases in the unit the cases series repeats.
+const UNIT_CASES: usize = 10;
+
+/// The unit the cases series repeats: `UNIT_CASES` cases taken at even strides across the corpus
+/// (all of it if it is smaller). Every point of the series runs the same mix of cases — the first
+/// 10 cases of the corpus are not the same work as the first 1,000, whose scenarios wait on other
+/// timers and reach code (schemas, observer rules) the first 10 never load — so what changes
+/// from point to point is the number of cases alone.
+fn unit(corpus: &[Case]) -> Vec<Case> {
+    if corpus.len() <= UNIT_CASES {
+        return corpus.to_vec();
+    }
+    (0..UNIT_CASES)
+        .map(|i| corpus[i * corpus.len() / UNIT_CASES].clone())
+        .collect()
+}
+
+/// The unit repeated (cycled) to `n` cases, graded and written to `out` as `acp-harness run`
+/// writes them; the repeats get ids of their own (`…~2`), so that every case has its own
+/// transcript and page.
 async fn cases_point(
-    corpus: &[Case],
+    unit: &[Case],
     n: usize,
     client: &ClientSpec,
     cfg: &RunConfig,
     out: &Path,
 ) -> Result<CasesPoint> {
-    let scenarios = ScenarioInfo::of(corpus, &cfg.scenarios_dir);
-    let cases = corpus.iter().cycle().take(n).enumerate().map(|(i, case)| {
-        let repeat = i / corpus.len();
+    let scenarios = ScenarioInfo::of(unit, &cfg.scenarios_dir);
+    let cases = unit.iter().cycle().take(n).enumerate().map(|(i, case)| {
+        let repeat = i / unit.len();
         let mut case = case.clone();
         if repeat > 0 {
             case.id = format!("{}~{}", case.id, repeat + 1);
@@ -218,8 +235,10 @@ pub async fn large(
     })
 }
 
-/// The corpus repeated to each of `counts` cases, each point's outputs in a directory of its
-/// own below `dir` (kept until the benchmark ends: see `corpus_sections`).
+/// The corpus's unit (see [`unit`]) repeated to each of `counts` cases, each point's outputs in
+/// a directory of its own below `dir` (kept until the benchmark ends: see `corpus_sections`).
+/// The unit is run once first, untimed, so that what a process loads once (schemas, rules, the
+/// allocator's first pages) is not counted to the first point.
 pub async fn cases_series(
     dir: &Path,
     corpus: &[Case],
@@ -227,9 +246,11 @@ pub async fn cases_series(
     client: &ClientSpec,
     cfg: &RunConfig,
 ) -> Result<CasesSeries> {
+    let unit = unit(corpus);
+    cases_point(&unit, unit.len(), client, cfg, &dir.join("warm-up")).await?;
     let mut points = Vec::new();
     for &n in counts {
-        let p = cases_point(corpus, n, client, cfg, &dir.join(n.to_string())).await?;
+        let p = cases_point(&unit, n, client, cfg, &dir.join(n.to_string())).await?;
         progress(&format!(
             "scale-cases: {n} cases in {:.2} s, report {:.2} s",
             p.sample.wall_ms / 1000.0,
