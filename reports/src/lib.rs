@@ -28,7 +28,7 @@ pub mod transcript;
 
 use std::path::{Path, PathBuf};
 
-pub use load::{LoadedRun, ReportError, load_run, load_runs};
+pub use load::{LoadedRun, ReportError, load_run, load_runs, open_run, open_runs};
 pub use model::Model;
 
 /// Where [`write_report`] put things.
@@ -54,10 +54,14 @@ const GENERATOR_MARKER: &str = "<meta name=\"generator\" content=\"acp-reports "
 /// deletes, someone's files.
 pub fn write_report(runs: &[LoadedRun], out: &Path) -> Result<Written, ReportError> {
     clear_earlier_report(out)?;
-    let model = Model::new(runs);
+    let model = Model::new(runs)?;
     let index = html::write_html(runs, &model, out)?;
     let junit = out.join("junit.xml");
-    write_file(&junit, &junit::render(runs, &model)?)?;
+    let file = std::fs::File::create(&junit).map_err(|source| ReportError::Write {
+        path: junit.clone(),
+        source,
+    })?;
+    junit::write(runs, &model, std::io::BufWriter::new(file))?;
     let summary = out.join("summary.md");
     let hint = "The HTML report (index.html) and junit.xml are next to this summary.";
     write_file(&summary, &markdown::render(&model, hint)?)?;
