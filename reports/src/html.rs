@@ -18,7 +18,9 @@ use sha2::{Digest, Sha256};
 use crate::grade::{GRADES, Grade};
 use crate::load::{LoadedRun, ReportError};
 use crate::message::{self, Segment};
-use crate::model::{self, AgentView, Chip, Counts, FamilyGroup, Model, RunView, ScenarioGroup};
+use crate::model::{
+    self, AgentView, CaseSlot, Chip, Counts, FamilyGroup, Model, RunView, ScenarioGroup,
+};
 use crate::run::{CaseJson, ProfileInfo};
 use crate::transcript::{Frame, Line, Transcript};
 
@@ -326,59 +328,68 @@ fn create_parent(path: &Path) -> Result<(), ReportError> {
     }
 }
 
-/// Writes an agent page to `path` as the template makes it (its rows are never all in memory).
-fn write_agent_page(path: &Path, page: &AgentPage<'_>) -> Result<(), ReportError> {
-    create_parent(path)?;
+/// Writes `index.html` under `out`; returns its path.
+pub fn write_index(model: &Model, out: &Path) -> Result<PathBuf, ReportError> {
+    let index = out.join("index.html");
+    write(&index, &render("index.html", &index_page(model))?)?;
+    Ok(index)
+}
+
+/// Writes the page of `agent` of `view` (whose cases `loaded` holds) under `out`.
+pub fn write_agent_page(
+    loaded: &LoadedRun,
+    view: &RunView,
+    agent: &AgentView,
+    out: &Path,
+) -> Result<(), ReportError> {
+    let page = AgentPage {
+        chrome: Chrome::new(
+            format!("{} — {}", agent.key, view.client_label()),
+            "../index.html",
+            vec![
+                crumb("all runs", "../index.html"),
+                crumb(view.client_label(), "../index.html"),
+                crumb(agent.key.clone(), ""),
+            ],
+        ),
+        run: view,
+        agent,
+        legend: legend(),
+        cases: loaded,
+        failed: RefCell::new(None),
+    };
+    let path = out.join(&view.dir).join(&agent.page);
+    create_parent(&path)?;
     let written = |source| ReportError::Write {
-        path: path.to_owned(),
+        path: path.clone(),
         source,
     };
-    let file = std::fs::File::create(path).map_err(written)?;
-    let mut out = std::io::BufWriter::new(file);
-    let result = page.write_into(&mut out).and_then(|()| out.flush());
+    let file = std::fs::File::create(&path).map_err(written)?;
+    let mut file = std::io::BufWriter::new(file);
+    // Written as it is made: its rows are never all in memory.
+    let result = page.write_into(&mut file).and_then(|()| file.flush());
     if let Some(failed) = page.failed.borrow_mut().take() {
         return Err(failed);
     }
     result.map_err(written)
 }
 
-/// Writes the whole HTML report under `out`; returns the path of `index.html`.
-pub fn write_html(runs: &[LoadedRun], model: &Model, out: &Path) -> Result<PathBuf, ReportError> {
-    let index = out.join("index.html");
-    write(&index, &render("index.html", &index_page(model))?)?;
-    for view in &model.runs {
-        let loaded = &runs[view.run];
-        for agent in &view.agents {
-            let page = AgentPage {
-                chrome: Chrome::new(
-                    format!("{} — {}", agent.key, view.client_label()),
-                    "../index.html",
-                    vec![
-                        crumb("all runs", "../index.html"),
-                        crumb(view.client_label(), "../index.html"),
-                        crumb(agent.key.clone(), ""),
-                    ],
-                ),
-                run: view,
-                agent,
-                legend: legend(),
-                cases: loaded,
-                failed: RefCell::new(None),
-            };
-            write_agent_page(&out.join(&view.dir).join(&agent.page), &page)?;
-            for &slot in &agent.cases {
-                let case = agent.case(loaded, slot)?;
-                let page = slot.page(&case);
-                let transcript = loaded.transcript(&case);
-                let html = render(
-                    &page,
-                    &case_page(view, agent, &case, &transcript, &model.profiles),
-                )?;
-                write(&out.join(&view.dir).join(page), &html)?;
-            }
-        }
-    }
-    Ok(index)
+/// Writes the page of `case`, at `slot` of `agent` of `view`, under `out`.
+pub fn write_case_page(
+    loaded: &LoadedRun,
+    model: &Model,
+    (view, agent): (&RunView, &AgentView),
+    slot: CaseSlot,
+    case: &CaseJson,
+    out: &Path,
+) -> Result<(), ReportError> {
+    let page = slot.page(case);
+    let transcript = loaded.transcript(case);
+    let html = render(
+        &page,
+        &case_page(view, agent, case, &transcript, &model.profiles),
+    )?;
+    write(&out.join(&view.dir).join(page), &html)
 }
 
 fn index_page(model: &Model) -> IndexPage<'_> {

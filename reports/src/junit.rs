@@ -12,6 +12,7 @@
 //! quick_junit cleans them), written with quick_xml's escaping and indentation exactly as
 //! quick_junit's own serialiser writes a whole report.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::time::Duration;
 
@@ -19,11 +20,12 @@ use quick_junit::{NonSuccessKind, TestCase, TestCaseStatus, XmlString};
 use quick_xml::Writer;
 use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 
+use crate::causes::Cause;
 use crate::grade::{Grade, Outcome};
-use crate::load::{LoadedRun, ReportError};
+use crate::load::ReportError;
 use crate::message;
-use crate::model::Model;
-use crate::run::TrialJson;
+use crate::model::{AgentView, Model, RunView, SuiteCounts};
+use crate::run::{CaseJson, TrialJson};
 
 /// The JUnit name of the whole report.
 const REPORT_NAME: &str = "acp-harness";
@@ -49,103 +51,149 @@ pub fn kind(grade: &str, strict: bool) -> Kind {
     }
 }
 
-/// Writes the JUnit XML of all runs to `out`, reading each case from its run as it goes.
-pub fn write(runs: &[LoadedRun], model: &Model, out: impl Write) -> Result<(), ReportError> {
-    let mut writer = Writer::new_with_indent(out, b' ', 4);
-    let xml = ReportError::Junit;
-    writer
-        .write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))
-        .map_err(xml)?;
-    let suites = model.runs.iter().flat_map(|r| &r.agents);
-    let total = |f: fn(&crate::model::SuiteCounts) -> usize| -> String {
-        suites
-            .clone()
-            .map(|a| f(&a.junit))
-            .sum::<usize>()
-            .to_string()
-    };
-    let mut tag = BytesStart::new("testsuites");
-    tag.push_attribute(("name", XmlString::new(REPORT_NAME).as_str()));
-    tag.extend_attributes([
-        ("tests", total(|c| c.tests).as_str()),
-        ("skipped", total(|c| c.skipped).as_str()),
-        ("failures", total(|c| c.failures).as_str()),
-        ("errors", total(|c| c.errors).as_str()),
-    ]);
-    writer.write_event(Event::Start(tag)).map_err(xml)?;
-    let several = model.runs.len() > 1;
-    for view in &model.runs {
-        let loaded = &runs[view.run];
-        let strict = loaded.run.config.strict;
-        // Each failing trial names its cause (crate::causes): CI views list trials, people
-        // read causes.
-        let cause_of: std::collections::HashMap<&str, (usize, &crate::causes::Cause)> = view
-            .causes
-            .iter()
-            .enumerate()
-            .flat_map(|(i, c)| {
-                c.cause
-                    .members
-                    .iter()
-                    .map(move |m| (m.as_str(), (i + 1, &c.cause)))
-            })
-            .collect();
-        for agent in &view.agents {
-            let name = if several {
-                format!("{} / {}", view.client_label(), agent.key)
-            } else {
-                agent.key.clone()
-            };
-            let counts = &agent.junit;
-            let mut tag = BytesStart::new("testsuite");
+/// The JUnit document, written while the report goes through the cases: [`JunitWriter::suite`]
+/// for each agent version of each run, in the model's order, then [`JunitWriter::case`] for
+/// each of its cases in row order, then [`JunitWriter::finish`].
+pub struct JunitWriter<'m, W: Write> {
+    writer: Writer<W>,
+    model: &'m Model,
+    /// The run of the open suite ([`RunView::run`]): whether it is strict, and which cause each
+    /// failing trial has (crate::causes: CI views list trials, people read causes).
+    run: Option<usize>,
+    strict: bool,
+    cause_of: HashMap<&'m str, (usize, &'m Cause)>,
+    suite_open: bool,
+}
+
+impl<'m, W: Write> JunitWriter<'m, W> {
+    /// Starts the document: its declaration and `<testsuites>` with the totals of `model`.
+    pub fn start(model: &'m Model, out: W) -> Result<Self, ReportError> {
+        let mut writer = Writer::new_with_indent(out, b' ', 4);
+        writer
+            .write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))
+            .map_err(ReportError::Junit)?;
+        let suites = model.runs.iter().flat_map(|r| &r.agents);
+        let total = |f: fn(&SuiteCounts) -> usize| -> String {
+            suites
+                .clone()
+                .map(|a| f(&a.junit))
+                .sum::<usize>()
+                .to_string()
+        };
+        let mut tag = BytesStart::new("testsuites");
+        tag.push_attribute(("name", XmlString::new(REPORT_NAME).as_str()));
+        tag.extend_attributes([
+            ("tests", total(|c| c.tests).as_str()),
+            ("skipped", total(|c| c.skipped).as_str()),
+            ("failures", total(|c| c.failures).as_str()),
+            ("errors", total(|c| c.errors).as_str()),
+        ]);
+        writer
+            .write_event(Event::Start(tag))
+            .map_err(ReportError::Junit)?;
+        Ok(JunitWriter {
+            writer,
+            model,
+            run: None,
+            strict: false,
+            cause_of: HashMap::new(),
+            suite_open: false,
+        })
+    }
+
+    /// Opens the suite of `agent` of `view` (closing the one before), with its properties.
+    pub fn suite(&mut self, view: &'m RunView, agent: &AgentView) -> Result<(), ReportError> {
+        self.end_suite()?;
+        if self.run != Some(view.run) {
+            self.run = Some(view.run);
+            self.cause_of = view
+                .causes
+                .iter()
+                .enumerate()
+                .flat_map(|(i, c)| {
+                    c.cause
+                        .members
+                        .iter()
+                        .map(move |m| (m.as_str(), (i + 1, &c.cause)))
+                })
+                .collect();
+        }
+        self.strict = view.strict;
+        let name = if self.model.runs.len() > 1 {
+            format!("{} / {}", view.client_label(), agent.key)
+        } else {
+            agent.key.clone()
+        };
+        let counts = &agent.junit;
+        let mut tag = BytesStart::new("testsuite");
+        tag.extend_attributes([
+            ("name", XmlString::new(name).as_str()),
+            ("tests", counts.tests.to_string().as_str()),
+            ("skipped", counts.skipped.to_string().as_str()),
+            ("errors", counts.errors.to_string().as_str()),
+            ("failures", counts.failures.to_string().as_str()),
+        ]);
+        let time = Duration::from_millis(counts.duration_ms).as_secs_f64();
+        tag.push_attribute(("time", format!("{time:.3}").as_str()));
+        let writer = &mut self.writer;
+        // Never childless: the properties below are always there.
+        writer
+            .write_event(Event::Start(tag))
+            .map_err(ReportError::Junit)?;
+        start(writer, "properties").map_err(ReportError::Junit)?;
+        let mut properties = vec![
+            ("client", view.client_label()),
+            ("harness", view.harness.clone()),
+        ];
+        if let Some(profile) = &agent.profile {
+            properties.push(("agent-profile", profile.title.clone()));
+        }
+        for (name, value) in properties {
+            let mut tag = BytesStart::new("property");
             tag.extend_attributes([
                 ("name", XmlString::new(name).as_str()),
-                ("tests", counts.tests.to_string().as_str()),
-                ("skipped", counts.skipped.to_string().as_str()),
-                ("errors", counts.errors.to_string().as_str()),
-                ("failures", counts.failures.to_string().as_str()),
+                ("value", XmlString::new(value).as_str()),
             ]);
-            let time = Duration::from_millis(counts.duration_ms).as_secs_f64();
-            tag.push_attribute(("time", format!("{time:.3}").as_str()));
-            // Never childless: the properties below are always there.
-            writer.write_event(Event::Start(tag)).map_err(xml)?;
-            start(&mut writer, "properties").map_err(xml)?;
-            let mut properties = vec![
-                ("client", view.client_label()),
-                ("harness", view.harness.clone()),
-            ];
-            if let Some(profile) = &agent.profile {
-                properties.push(("agent-profile", profile.title.clone()));
-            }
-            for (name, value) in properties {
-                let mut tag = BytesStart::new("property");
-                tag.extend_attributes([
-                    ("name", XmlString::new(name).as_str()),
-                    ("value", XmlString::new(value).as_str()),
-                ]);
-                writer.write_event(Event::Empty(tag)).map_err(xml)?;
-            }
-            end(&mut writer, "properties").map_err(xml)?;
-            for &slot in &agent.cases {
-                let case = agent.case(loaded, slot)?;
-                for trial in &case.trials {
-                    let cause = cause_of.get(trial.name.as_str()).copied();
-                    let mut test = TestCase::new(trial.check.clone(), status(trial, strict, cause));
-                    test.set_classname(case.short_id());
-                    if Grade::of(&trial.grade).info.outcome == Outcome::Soft && !strict {
-                        test.set_system_out(trial.failure_text());
-                    }
-                    test_case(&mut writer, &test).map_err(xml)?;
-                }
-            }
-            end(&mut writer, "testsuite").map_err(xml)?;
+            writer
+                .write_event(Event::Empty(tag))
+                .map_err(ReportError::Junit)?;
         }
+        end(writer, "properties").map_err(ReportError::Junit)?;
+        self.suite_open = true;
+        Ok(())
     }
-    end(&mut writer, "testsuites").map_err(xml)?;
-    writer.write_event(Event::Eof).map_err(xml)?;
-    // A trailing newline.
-    writer.write_indent().map_err(xml)?;
-    writer.into_inner().flush().map_err(xml)
+
+    /// The test cases of `case` (one per trial) in the open suite.
+    pub fn case(&mut self, case: &CaseJson) -> Result<(), ReportError> {
+        let strict = self.strict;
+        for trial in &case.trials {
+            let cause = self.cause_of.get(trial.name.as_str()).copied();
+            let mut test = TestCase::new(trial.check.clone(), status(trial, strict, cause));
+            test.set_classname(case.short_id());
+            if Grade::of(&trial.grade).info.outcome == Outcome::Soft && !strict {
+                test.set_system_out(trial.failure_text());
+            }
+            test_case(&mut self.writer, &test).map_err(ReportError::Junit)?;
+        }
+        Ok(())
+    }
+
+    fn end_suite(&mut self) -> Result<(), ReportError> {
+        if std::mem::take(&mut self.suite_open) {
+            end(&mut self.writer, "testsuite").map_err(ReportError::Junit)?;
+        }
+        Ok(())
+    }
+
+    /// Ends the document (a trailing newline, as quick_junit writes it) and flushes it.
+    pub fn finish(mut self) -> Result<(), ReportError> {
+        self.end_suite()?;
+        let writer = &mut self.writer;
+        end(writer, "testsuites").map_err(ReportError::Junit)?;
+        writer.write_event(Event::Eof).map_err(ReportError::Junit)?;
+        writer.write_indent().map_err(ReportError::Junit)?;
+        self.writer.into_inner().flush().map_err(ReportError::Junit)
+    }
 }
 
 fn start(writer: &mut Writer<impl Write>, name: &str) -> std::io::Result<()> {
@@ -215,11 +263,7 @@ fn test_case(writer: &mut Writer<impl Write>, test: &TestCase) -> std::io::Resul
     end(writer, "testcase")
 }
 
-fn status(
-    trial: &TrialJson,
-    strict: bool,
-    cause: Option<(usize, &crate::causes::Cause)>,
-) -> TestCaseStatus {
+fn status(trial: &TrialJson, strict: bool, cause: Option<(usize, &Cause)>) -> TestCaseStatus {
     let grade = Grade::of(&trial.grade);
     let headline = message::headline(&trial.message);
     let non_success = |kind: NonSuccessKind, ty: &str| {

@@ -8,6 +8,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
+use acp_vocab::family::Family;
+
 use crate::run::{CaseJson, RUN_SCHEMA, RunJson};
 use crate::transcript::{self, Transcript};
 
@@ -45,6 +47,32 @@ pub enum ReportError {
     Merge { path: PathBuf, reason: String },
 }
 
+/// The fields of a case that say which agent page it is on and where.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Deserialize)]
+pub struct CaseKey {
+    pub id: String,
+    pub agent: String,
+    pub version: String,
+    #[serde(default)]
+    pub family: Option<Family>,
+}
+
+impl CaseKey {
+    fn of(case: &CaseJson) -> CaseKey {
+        CaseKey {
+            id: case.id.clone(),
+            agent: case.agent.clone(),
+            version: case.version.clone(),
+            family: case.family,
+        }
+    }
+
+    /// `agent@version`, as [`CaseJson::agent_version`].
+    pub fn agent_version(&self) -> String {
+        format!("{}@{}", self.agent, self.version)
+    }
+}
+
 /// A run.json and the directory its transcripts are relative to.
 #[derive(Debug, Clone)]
 pub struct LoadedRun {
@@ -69,6 +97,28 @@ struct CaseSpans {
     end: u64,
 }
 
+impl CaseSpans {
+    /// The JSON text of case `index`, read from `path`.
+    fn read(&self, path: &Path, index: usize) -> Result<Vec<u8>, ReportError> {
+        let start = self.starts[index];
+        let end = self.starts.get(index + 1).copied().unwrap_or(self.end);
+        let read = |source| ReportError::Read {
+            path: path.to_owned(),
+            source,
+        };
+        let mut file = std::fs::File::open(path).map_err(read)?;
+        file.seek(SeekFrom::Start(start)).map_err(read)?;
+        let mut text = vec![0; usize::try_from(end - start).unwrap_or(usize::MAX)];
+        file.read_exact(&mut text).map_err(read)?;
+        let at = text
+            .iter()
+            .position(|b| !matches!(b, b',' | b' ' | b'\n' | b'\r' | b'\t'))
+            .unwrap_or(text.len());
+        text.drain(..at);
+        Ok(text)
+    }
+}
+
 impl LoadedRun {
     /// Wraps a run already in memory whose transcripts live relative to `path`'s directory.
     pub fn new(path: impl Into<PathBuf>, run: RunJson) -> Self {
@@ -90,29 +140,25 @@ impl LoadedRun {
 
     /// Case `index` (in run.json's order): borrowed from memory, or read from run.json.
     pub fn case(&self, index: usize) -> Result<Cow<'_, CaseJson>, ReportError> {
-        let Some(spans) = &self.on_disk else {
-            return Ok(Cow::Borrowed(&self.run.cases[index]));
-        };
-        let start = spans.starts[index];
-        let end = spans.starts.get(index + 1).copied().unwrap_or(spans.end);
-        let read = |source| ReportError::Read {
+        match &self.on_disk {
+            None => Ok(Cow::Borrowed(&self.run.cases[index])),
+            Some(spans) => self.parse(&spans.read(&self.path, index)?).map(Cow::Owned),
+        }
+    }
+
+    /// What case `index` is of, and its place in a report: a cheaper read than [`Self::case`].
+    pub fn case_key(&self, index: usize) -> Result<CaseKey, ReportError> {
+        match &self.on_disk {
+            None => Ok(CaseKey::of(&self.run.cases[index])),
+            Some(spans) => self.parse(&spans.read(&self.path, index)?),
+        }
+    }
+
+    fn parse<T: serde::de::DeserializeOwned>(&self, text: &[u8]) -> Result<T, ReportError> {
+        serde_json::from_slice(text).map_err(|source| ReportError::Parse {
             path: self.path.clone(),
             source,
-        };
-        let mut file = std::fs::File::open(&self.path).map_err(read)?;
-        file.seek(SeekFrom::Start(start)).map_err(read)?;
-        let mut text = vec![0; usize::try_from(end - start).unwrap_or(usize::MAX)];
-        file.read_exact(&mut text).map_err(read)?;
-        let at = text
-            .iter()
-            .position(|b| !matches!(b, b',' | b' ' | b'\n' | b'\r' | b'\t'))
-            .unwrap_or(text.len());
-        serde_json::from_slice(&text[at..])
-            .map(Cow::Owned)
-            .map_err(|source| ReportError::Parse {
-                path: self.path.clone(),
-                source,
-            })
+        })
     }
 
     /// The same run with every case in memory (a merge of shards needs them all).
@@ -404,6 +450,8 @@ mod tests {
             assert_eq!(opened.case_count(), 3);
             for (i, case) in whole.run.cases.iter().enumerate() {
                 assert_eq!(&*opened.case(i).unwrap(), case);
+                assert_eq!(opened.case_key(i).unwrap(), whole.case_key(i).unwrap());
+                assert_eq!(opened.case_key(i).unwrap().id, case.id);
             }
             let back = opened.into_memory().unwrap();
             assert_eq!(back.run, whole.run);

@@ -442,10 +442,6 @@ fn client_version(run: &RunJson) -> Option<String> {
 /// then scenario and case id.
 type SortKey = (bool, Option<Family>, Box<str>);
 
-fn sort_key(case: &CaseJson) -> SortKey {
-    (case.family.is_none(), case.family, case.id.as_str().into())
-}
-
 /// Compares two sort keys as (family, scenario, id).
 fn cmp_keys(a: &SortKey, b: &SortKey) -> Ordering {
     (a.0, a.1, scenario_of(&a.2), &a.2).cmp(&(b.0, b.1, scenario_of(&b.2), &b.2))
@@ -463,12 +459,12 @@ fn run_view(index: usize, loaded: &LoadedRun, dirs: &mut Unique) -> Result<RunVi
     // First pass: which agent version each case is of, and its place in report order.
     let mut by_agent: BTreeMap<String, Vec<(SortKey, u32)>> = BTreeMap::new();
     for i in 0..loaded.case_count() {
-        let case = loaded.case(i)?;
+        let case = loaded.case_key(i)?;
         let position = u32::try_from(i).expect("fewer than 2³² cases");
-        by_agent
-            .entry(case.agent_version())
-            .or_default()
-            .push((sort_key(&case), position));
+        by_agent.entry(case.agent_version()).or_default().push((
+            (case.family.is_none(), case.family, case.id.into()),
+            position,
+        ));
     }
     // Second pass, agent by agent in report order: everything but the rows.
     let mut pages = Unique::default();
