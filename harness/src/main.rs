@@ -560,9 +560,10 @@ fn report(runs: &[PathBuf], out: &std::path::Path, exit_code: bool) -> Result<Ex
     })
 }
 
-/// The runs in `paths`, the shards of each run merged into one (saying so).
+/// The runs in `paths`, the shards of each run merged into one (saying so). A run that is not
+/// merged keeps its cases on disk (the report reads them one at a time).
 fn merged_runs(paths: &[PathBuf]) -> Result<Vec<acp_reports::LoadedRun>> {
-    let loaded = acp_reports::load_runs(paths)?;
+    let loaded = acp_reports::open_runs(paths)?;
     let given = loaded.len();
     let merged = acp_reports::merge::merge_shards(loaded)?;
     for run in merged.iter().filter(|r| r.is_merged()) {
@@ -575,7 +576,7 @@ fn merged_runs(paths: &[PathBuf]) -> Result<Vec<acp_reports::LoadedRun>> {
         acp_harness::outln!(
             "merged shards of {} ({whole}): {} cases",
             run.run.client.display_name(),
-            run.run.cases.len()
+            run.case_count()
         );
     }
     if merged.len() < given {
@@ -590,14 +591,15 @@ fn merged_runs(paths: &[PathBuf]) -> Result<Vec<acp_reports::LoadedRun>> {
 
 fn merge(runs: &[PathBuf], out: &std::path::Path) -> Result<ExitCode> {
     let merged = merged_runs(runs)?;
-    let [run] = merged.as_slice() else {
+    let count = merged.len();
+    let Ok([run]) = <[_; 1]>::try_from(merged) else {
         anyhow::bail!(
             "these {} run.json files are {} runs, not the shards of one: shards share --client, harness version and N (see `acp-harness merge --help`)",
             runs.len(),
-            merged.len()
+            count
         );
     };
-    let path = acp_reports::merge::write_run(run, out)?;
+    let path = acp_reports::merge::write_run(&run.into_memory()?, out)?;
     acp_harness::outln!("run.json: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }

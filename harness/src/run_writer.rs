@@ -303,7 +303,8 @@ impl Serialize for Spooled<'_> {
 
 /// The report of the run in `out` (`out/report/`), made from its run.json and transcripts.
 pub fn write_report(out: &Path) -> Result<acp_reports::Written, acp_reports::ReportError> {
-    let run = acp_reports::load_run(&out.join("run.json"))?;
+    // Opened, not loaded: the report reads one case at a time, however long the run.
+    let run = acp_reports::open_run(&out.join("run.json"))?;
     acp_reports::write_report(&[run], &out.join("report"))
 }
 

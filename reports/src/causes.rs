@@ -77,15 +77,28 @@ impl Cause {
 }
 
 /// The causes of every failing trial of `cases` (grades that need attention), grouped.
-pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
-    let mut groups: BTreeMap<(Option<String>, String, String), Cause> = BTreeMap::new();
-    let mut order: Vec<(Option<String>, String, String)> = Vec::new();
-    let mut add = |key: (Option<String>, String, String),
-                   case: &str,
-                   trial: &str,
-                   make: &dyn Fn() -> Cause| {
-        let cause = groups.entry(key.clone()).or_insert_with(|| {
-            order.push(key);
+pub fn group<C: std::borrow::Borrow<CaseJson>>(cases: impl IntoIterator<Item = C>) -> Vec<Cause> {
+    let mut grouper = Grouper::default();
+    for case in cases {
+        grouper.add(case.borrow());
+    }
+    grouper.finish()
+}
+
+type Key = (Option<String>, String, String);
+
+/// [`group`] one case at a time, so a report can feed it cases as it reads them from disk:
+/// what it keeps grows with the failing trials, not with the cases.
+#[derive(Debug, Default)]
+pub struct Grouper {
+    groups: BTreeMap<Key, Cause>,
+    order: Vec<Key>,
+}
+
+impl Grouper {
+    fn add_trial(&mut self, key: Key, case: &str, trial: &str, make: &dyn Fn() -> Cause) {
+        let cause = self.groups.entry(key.clone()).or_insert_with(|| {
+            self.order.push(key);
             make()
         });
         cause.trials += 1;
@@ -93,8 +106,10 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
         if cause.cases.last().map(String::as_str) != Some(case) {
             cause.cases.push(case.to_owned());
         }
-    };
-    for case in cases {
+    }
+
+    /// Adds the failing trials of one case (cases in report order).
+    pub fn add(&mut self, case: &CaseJson) {
         let unfinished = !matches!(case.end.kind.as_str(), "completed" | "not_applicable");
         // A client that died after the user pressed Stop (killed by the cancel signal, say)
         // broke cancellation, and `cancel-stop` says how: its dead trials are that cause.
@@ -113,7 +128,7 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
             let verdictless = matches!(trial.grade.as_str(), "crash" | "timeout" | "error");
             if let (true, Some(cancel)) = (verdictless, died_on_stop) {
                 let (key, first) = finding_key(cancel);
-                add(key, &case.id, &trial.name, &|| {
+                self.add_trial(key, &case.id, &trial.name, &|| {
                     finding_cause(cancel, &first)
                 });
                 continue;
@@ -127,7 +142,7 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
                     format!("{} | {}", shape(reason), shape(signature)),
                 );
                 let example = end_example(case, signature);
-                add(key, &case.id, &trial.name, &|| Cause {
+                self.add_trial(key, &case.id, &trial.name, &|| Cause {
                     check: None,
                     grade: trial.grade.clone(),
                     rule: None,
@@ -140,20 +155,25 @@ pub fn group<'a>(cases: impl IntoIterator<Item = &'a CaseJson>) -> Vec<Cause> {
                 continue;
             }
             let (key, first) = finding_key(trial);
-            add(key, &case.id, &trial.name, &|| finding_cause(trial, &first));
+            self.add_trial(key, &case.id, &trial.name, &|| finding_cause(trial, &first));
         }
     }
-    let mut out: Vec<Cause> = order
-        .into_iter()
-        .filter_map(|k| groups.remove(&k))
-        .collect();
-    // Stable: equal groups keep the order they were first seen in.
-    out.sort_by(|a, b| {
-        b.is_security()
-            .cmp(&a.is_security())
-            .then(b.cases.len().cmp(&a.cases.len()))
-    });
-    out
+
+    /// The groups: the security check's first, then by the number of cases.
+    pub fn finish(mut self) -> Vec<Cause> {
+        let mut out: Vec<Cause> = self
+            .order
+            .into_iter()
+            .filter_map(|k| self.groups.remove(&k))
+            .collect();
+        // Stable: equal groups keep the order they were first seen in.
+        out.sort_by(|a, b| {
+            b.is_security()
+                .cmp(&a.is_security())
+                .then(b.cases.len().cmp(&a.cases.len()))
+        });
+        out
+    }
 }
 
 /// The group key of a check's finding, and its first line (what the cause shows).
@@ -193,20 +213,32 @@ pub fn single_cause_hint<'a>(
     causes: &[Cause],
     cases: impl IntoIterator<Item = &'a CaseJson>,
 ) -> Option<String> {
-    let [only] = causes else { return None };
-    if only.check.is_some() {
-        return None;
-    }
     let cases: Vec<&CaseJson> = cases.into_iter().collect();
     let judged = cases
         .iter()
         .filter(|c| c.end.kind != "not_applicable")
         .count();
+    hint_for(causes, judged, |id| {
+        cases.iter().find(|c| c.id == id).copied()
+    })
+}
+
+/// [`single_cause_hint`] from the number of judged cases (every case but the not applicable
+/// ones) and a way to find the first failing case by id (read only when a hint is due).
+pub fn hint_for<C: std::borrow::Borrow<CaseJson>>(
+    causes: &[Cause],
+    judged: usize,
+    find: impl FnOnce(&str) -> Option<C>,
+) -> Option<String> {
+    let [only] = causes else { return None };
+    if only.check.is_some() {
+        return None;
+    }
     if judged < 2 || only.cases.len() != judged {
         return None;
     }
-    let first = cases.iter().find(|c| c.id == only.cases[0])?;
-    let stderr = first.stderr_tail.trim();
+    let first = find(&only.cases[0])?;
+    let stderr = first.borrow().stderr_tail.trim();
     Some(format!(
         "Every case failed the same way: the client command or profile is the likely culprit, not the scenarios. The first case's stderr:\n{}",
         if stderr.is_empty() {

@@ -6,7 +6,9 @@
 //! self-contained (inline CSS and JS) and carries a Content-Security-Policy that allows no network
 //! and only this crate's script (by hash): even markup that slipped through could not run.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use askama::Template;
@@ -16,7 +18,9 @@ use sha2::{Digest, Sha256};
 use crate::grade::{GRADES, Grade};
 use crate::load::{LoadedRun, ReportError};
 use crate::message::{self, Segment};
-use crate::model::{self, AgentView, Chip, Counts, Model, RunView};
+use crate::model::{
+    self, AgentView, CaseSlot, Chip, Counts, FamilyGroup, Model, RunView, ScenarioGroup,
+};
 use crate::run::{CaseJson, ProfileInfo};
 use crate::transcript::{Frame, Line, Transcript};
 
@@ -175,7 +179,7 @@ struct IndexPage<'a> {
     failing: usize,
     columns: Vec<IndexColumn>,
     rows: Vec<IndexRow>,
-    runs: &'a [RunView<'a>],
+    runs: &'a [RunView],
     profiles: Vec<ProfileInfo>,
     legend: Vec<LegendItem>,
 }
@@ -184,9 +188,32 @@ struct IndexPage<'a> {
 #[template(path = "agent.html")]
 struct AgentPage<'a> {
     chrome: Chrome,
-    run: &'a RunView<'a>,
-    agent: &'a AgentView<'a>,
+    run: &'a RunView,
+    agent: &'a AgentView,
     legend: Vec<LegendItem>,
+    /// Where the rows' cases are read from, one scenario at a time as the page is written.
+    cases: &'a LoadedRun,
+    /// The first case that could not be read (the page is then not written).
+    failed: RefCell<Option<ReportError>>,
+}
+
+impl AgentPage<'_> {
+    /// The scenarios of `family` with their rows, each made when the template reaches it.
+    fn scenarios<'f>(
+        &'f self,
+        family: &'f FamilyGroup,
+    ) -> impl Iterator<Item = ScenarioGroup> + 'f {
+        family
+            .scenarios
+            .iter()
+            .map_while(|span| match self.agent.scenario(self.cases, span) {
+                Ok(group) => Some(group),
+                Err(e) => {
+                    self.failed.borrow_mut().get_or_insert(e);
+                    None
+                }
+            })
+    }
 }
 
 /// A trial on its case page.
@@ -250,7 +277,7 @@ pub struct LogFrame {
 #[template(path = "case.html")]
 struct CasePage<'a> {
     chrome: Chrome,
-    run: &'a RunView<'a>,
+    run: &'a RunView,
     case: &'a CaseJson,
     chips: Vec<Chip>,
     end: String,
@@ -284,59 +311,88 @@ fn render<T: Template>(what: &str, page: &T) -> Result<String, ReportError> {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), ReportError> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
-            path: dir.to_owned(),
-            source,
-        })?;
-    }
+    create_parent(path)?;
     std::fs::write(path, text).map_err(|source| ReportError::Write {
         path: path.to_owned(),
         source,
     })
 }
 
-/// Writes the whole HTML report under `out`; returns the path of `index.html`.
-pub fn write_html(
-    runs: &[LoadedRun],
-    model: &Model<'_>,
-    out: &Path,
-) -> Result<PathBuf, ReportError> {
+fn create_parent(path: &Path) -> Result<(), ReportError> {
+    match path.parent() {
+        Some(dir) => std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
+            path: dir.to_owned(),
+            source,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Writes `index.html` under `out`; returns its path.
+pub fn write_index(model: &Model, out: &Path) -> Result<PathBuf, ReportError> {
     let index = out.join("index.html");
     write(&index, &render("index.html", &index_page(model))?)?;
-    for view in &model.runs {
-        let loaded = &runs[view.run];
-        for agent in &view.agents {
-            let page = AgentPage {
-                chrome: Chrome::new(
-                    format!("{} — {}", agent.key, view.client_label()),
-                    "../index.html",
-                    vec![
-                        crumb("all runs", "../index.html"),
-                        crumb(view.client_label(), "../index.html"),
-                        crumb(agent.key.clone(), ""),
-                    ],
-                ),
-                run: view,
-                agent,
-                legend: legend(),
-            };
-            let path = out.join(&view.dir).join(&agent.page);
-            write(&path, &render(&agent.page, &page)?)?;
-            for (case, page) in &agent.cases {
-                let transcript = loaded.transcript(case);
-                let html = render(
-                    page,
-                    &case_page(view, agent, case, &transcript, &model.profiles),
-                )?;
-                write(&out.join(&view.dir).join(page), &html)?;
-            }
-        }
-    }
     Ok(index)
 }
 
-fn index_page<'a>(model: &'a Model<'a>) -> IndexPage<'a> {
+/// Writes the page of `agent` of `view` (whose cases `loaded` holds) under `out`.
+pub fn write_agent_page(
+    loaded: &LoadedRun,
+    view: &RunView,
+    agent: &AgentView,
+    out: &Path,
+) -> Result<(), ReportError> {
+    let page = AgentPage {
+        chrome: Chrome::new(
+            format!("{} — {}", agent.key, view.client_label()),
+            "../index.html",
+            vec![
+                crumb("all runs", "../index.html"),
+                crumb(view.client_label(), "../index.html"),
+                crumb(agent.key.clone(), ""),
+            ],
+        ),
+        run: view,
+        agent,
+        legend: legend(),
+        cases: loaded,
+        failed: RefCell::new(None),
+    };
+    let path = out.join(&view.dir).join(&agent.page);
+    create_parent(&path)?;
+    let written = |source| ReportError::Write {
+        path: path.clone(),
+        source,
+    };
+    let file = std::fs::File::create(&path).map_err(written)?;
+    let mut file = std::io::BufWriter::new(file);
+    // Written as it is made: its rows are never all in memory.
+    let result = page.write_into(&mut file).and_then(|()| file.flush());
+    if let Some(failed) = page.failed.borrow_mut().take() {
+        return Err(failed);
+    }
+    result.map_err(written)
+}
+
+/// Writes the page of `case`, at `slot` of `agent` of `view`, under `out`.
+pub fn write_case_page(
+    loaded: &LoadedRun,
+    model: &Model,
+    (view, agent): (&RunView, &AgentView),
+    slot: CaseSlot,
+    case: &CaseJson,
+    out: &Path,
+) -> Result<(), ReportError> {
+    let page = slot.page(case);
+    let transcript = loaded.transcript(case);
+    let html = render(
+        &page,
+        &case_page(view, agent, case, &transcript, &model.profiles),
+    )?;
+    write(&out.join(&view.dir).join(page), &html)
+}
+
+fn index_page(model: &Model) -> IndexPage<'_> {
     let columns = model
         .agent_versions
         .iter()
@@ -389,8 +445,8 @@ fn index_page<'a>(model: &'a Model<'a>) -> IndexPage<'a> {
 }
 
 fn case_page<'a>(
-    run: &'a RunView<'a>,
-    agent: &AgentView<'_>,
+    run: &'a RunView,
+    agent: &AgentView,
     case: &'a CaseJson,
     transcript: &Transcript,
     profiles: &BTreeMap<String, ProfileInfo>,

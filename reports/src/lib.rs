@@ -28,7 +28,7 @@ pub mod transcript;
 
 use std::path::{Path, PathBuf};
 
-pub use load::{LoadedRun, ReportError, load_run, load_runs};
+pub use load::{LoadedRun, ReportError, load_run, load_runs, open_run, open_runs};
 pub use model::Model;
 
 /// Where [`write_report`] put things.
@@ -54,10 +54,29 @@ const GENERATOR_MARKER: &str = "<meta name=\"generator\" content=\"acp-reports "
 /// deletes, someone's files.
 pub fn write_report(runs: &[LoadedRun], out: &Path) -> Result<Written, ReportError> {
     clear_earlier_report(out)?;
-    let model = Model::new(runs);
-    let index = html::write_html(runs, &model, out)?;
+    let model = Model::new(runs)?;
+    let index = html::write_index(&model, out)?;
     let junit = out.join("junit.xml");
-    write_file(&junit, &junit::render(runs, &model)?)?;
+    let file = std::fs::File::create(&junit).map_err(|source| ReportError::Write {
+        path: junit.clone(),
+        source,
+    })?;
+    let mut junit_xml = junit::JunitWriter::start(&model, std::io::BufWriter::new(file))?;
+    // One pass over the cases, agent page by agent page: each case is read once for its page
+    // and its JUnit test cases.
+    for view in &model.runs {
+        let loaded = &runs[view.run];
+        for agent in &view.agents {
+            html::write_agent_page(loaded, view, agent, out)?;
+            junit_xml.suite(view, agent)?;
+            for &slot in &agent.cases {
+                let case = agent.case(loaded, slot)?;
+                html::write_case_page(loaded, &model, (view, agent), slot, &case, out)?;
+                junit_xml.case(&case)?;
+            }
+        }
+    }
+    junit_xml.finish()?;
     let summary = out.join("summary.md");
     let hint = "The HTML report (index.html) and junit.xml are next to this summary.";
     write_file(&summary, &markdown::render(&model, hint)?)?;

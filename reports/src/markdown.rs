@@ -59,7 +59,7 @@ struct Failure {
 const COLUMNS: &[&str] = &["pass", "fail", "warn", "expected", "not_applicable"];
 
 /// The summary. `report_hint` is a last line (e.g. where the HTML report is); empty for none.
-pub fn render(model: &Model<'_>, report_hint: &str) -> Result<String, ReportError> {
+pub fn render(model: &Model, report_hint: &str) -> Result<String, ReportError> {
     let runs = model
         .runs
         .iter()
@@ -101,13 +101,7 @@ pub fn render(model: &Model<'_>, report_hint: &str) -> Result<String, ReportErro
                 .map(|a| row(&a.key, &a.counts, a.failing))
                 .chain(std::iter::once(row("**all**", &run.counts, run.failing)))
                 .collect();
-            let mut attention: Vec<_> = run
-                .agents
-                .iter()
-                .flat_map(|a| &a.cases)
-                .flat_map(|(case, _)| &case.trials)
-                .filter(|t| crate::grade::Grade::of(&t.grade).needs_attention())
-                .collect();
+            let mut attention: Vec<_> = run.agents.iter().flat_map(|a| &a.failing_trials).collect();
             // What a client approved by itself is the security finding: it leads (stable sort,
             // so the rest keeps the report's order).
             attention.sort_by_key(|t| t.check != SECURITY_CHECK);

@@ -33,6 +33,11 @@ pub fn merge_shards(runs: Vec<LoadedRun>) -> Result<Vec<LoadedRun>, ReportError>
             if group.len() == 1 {
                 Ok(group.into_iter().next().expect("one run"))
             } else {
+                // Merging checks and moves every case: the shards are read whole.
+                let group = group
+                    .into_iter()
+                    .map(LoadedRun::into_memory)
+                    .collect::<Result<Vec<_>, _>>()?;
                 merge(group)
             }
         })

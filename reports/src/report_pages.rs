@@ -42,20 +42,19 @@ impl ReportPages {
             path: root.clone(),
             source,
         })?;
-        let model = Model::new(std::slice::from_ref(run));
-        let pages = model
-            .runs
-            .iter()
-            .flat_map(|view| {
-                view.agents.iter().flat_map(move |agent| {
-                    agent
-                        .cases
-                        .iter()
-                        .map(move |(case, page)| (case.id.clone(), format!("{}/{page}", view.dir)))
-                })
-            })
-            .filter(|(_, page)| root.join(page).is_file())
-            .collect();
+        let model = Model::new(std::slice::from_ref(run))?;
+        let mut pages = BTreeMap::new();
+        for view in &model.runs {
+            for agent in &view.agents {
+                for &slot in &agent.cases {
+                    let case = agent.case(run, slot)?;
+                    let page = format!("{}/{}", view.dir, slot.page(&case));
+                    if root.join(&page).is_file() {
+                        pages.insert(case.id.clone(), page);
+                    }
+                }
+            }
+        }
         Ok(Some(ReportPages { root, pages }))
     }
 

@@ -213,14 +213,19 @@ impl CaseJson {
 
     /// The scenario id: the case id without `agent@version/` and without `[option]`.
     pub fn scenario(&self) -> &str {
-        let rest = self.id.split_once('/').map_or(self.id.as_str(), |(_, r)| r);
-        rest.split_once('[').map_or(rest, |(s, _)| s)
+        scenario_of(&self.id)
     }
 
     /// The case id without `agent@version/` (`exec-choose-each[cancel]`).
     pub fn short_id(&self) -> &str {
         self.id.split_once('/').map_or(self.id.as_str(), |(_, r)| r)
     }
+}
+
+/// The scenario of a case id: without `agent@version/` and without `[option]`.
+pub fn scenario_of(id: &str) -> &str {
+    let rest = id.split_once('/').map_or(id, |(_, r)| r);
+    rest.split_once('[').map_or(rest, |(s, _)| s)
 }
 
 /// How a case ended: `kind` (`completed`, `incomplete`, `timeout`, `crash`, `not_applicable`,

@@ -44,15 +44,35 @@ pub struct Unique {
 
 impl Unique {
     pub fn take(&mut self, id: &str) -> String {
+        Unique::numbered(id, self.take_n(id))
+    }
+
+    /// Takes the stem of `id` as [`Unique::take`] does, and returns only its number (1 for the
+    /// plain stem), so a caller can keep four bytes instead of the name.
+    pub fn take_n(&mut self, id: &str) -> u32 {
         let base = page_stem(id);
-        let mut stem = base.clone();
         let mut n = 1;
         // Compare case-insensitively: the report may be opened on a case-insensitive file system.
-        while !self.taken.insert(stem.to_ascii_lowercase()) {
+        while !self
+            .taken
+            .insert(Unique::numbered_stem(&base, n).to_ascii_lowercase())
+        {
             n += 1;
-            stem = format!("{base}-{n}");
         }
-        stem
+        n
+    }
+
+    /// The stem [`Unique::take`] gave `id` when [`Unique::take_n`] said `n`.
+    pub fn numbered(id: &str, n: u32) -> String {
+        Unique::numbered_stem(&page_stem(id), n)
+    }
+
+    fn numbered_stem(base: &str, n: u32) -> String {
+        if n == 1 {
+            base.to_owned()
+        } else {
+            format!("{base}-{n}")
+        }
     }
 }
 
@@ -77,5 +97,7 @@ mod tests {
         assert_eq!(unique.take("a/b"), "a_b");
         assert_eq!(unique.take("a b"), "a_b-2");
         assert_eq!(unique.take("A_B"), "A_B-3");
+        assert_eq!(unique.take_n("a/b"), 4);
+        assert_eq!(Unique::numbered("a/b", 4), "a_b-4");
     }
 }

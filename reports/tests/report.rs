@@ -390,3 +390,54 @@ fn an_earlier_report_is_replaced_whole_and_other_directories_are_refused() {
     assert_eq!(std::fs::read_to_string(&notes).unwrap(), "mine");
     assert!(!theirs.path().join("index.html").exists());
 }
+
+#[test]
+fn a_report_from_run_json_on_disk_is_the_report_from_memory() {
+    let names = ["reference", "always-command", "crashing"];
+    let opened = |names: &[&str]| -> Vec<LoadedRun> {
+        names
+            .iter()
+            .map(|n| acp_reports::open_run(&common::fixture(n)).unwrap())
+            .collect()
+    };
+    for name in names {
+        let on_disk = opened(&[name]);
+        assert!(
+            on_disk[0].run.cases.is_empty(),
+            "{name}: cases stay on disk"
+        );
+        let (_a, from_disk) = written(&on_disk);
+        let (_b, from_memory) = written(&[load(name)]);
+        assert_eq!(
+            from_disk.keys().collect::<Vec<_>>(),
+            from_memory.keys().collect::<Vec<_>>()
+        );
+        for (path, text) in &from_memory {
+            assert!(
+                from_disk[path] == *text,
+                "{name}: {} differs",
+                path.display()
+            );
+        }
+    }
+    let (_a, from_disk) = written(&opened(&names));
+    let (_b, from_memory) = written(&all_fixtures());
+    assert!(from_disk == from_memory);
+}
+
+#[test]
+fn junit_is_written_byte_for_byte_as_quick_junit_writes_it() {
+    // quick_junit reads the streamed document back and writes it again: the same bytes, so
+    // streaming it changed nothing of its form (its content is what the other tests check).
+    let mut strict = load("always-command");
+    strict.run.config.strict = true;
+    for runs in [all_fixtures(), vec![load("crashing")], vec![strict]] {
+        let (_dir, pages) = written(&runs);
+        let xml = page(&pages, "junit.xml");
+        let again = quick_junit::Report::deserialize_from_str(xml)
+            .unwrap()
+            .to_string()
+            .unwrap();
+        assert_eq!(again, xml);
+    }
+}
