@@ -78,8 +78,6 @@ pub struct WireMsg<'a> {
     /// lookup in the frame's tree is a walk through memory nothing else is near (at 10⁵ frames
     /// the checks spent most of their time there; docs/performance.md).
     params: Option<&'a Value>,
-    /// `params.sessionId` of a request or notification, if a string.
-    params_session_id: Option<&'a str>,
     /// The `ToolCall`/`ToolCallUpdate` object a frame carries: the `update` of a
     /// `session/update`, the `toolCall` of a `session/request_permission`.
     tool_fields: Option<&'a Value>,
@@ -110,9 +108,6 @@ impl<'a> WireMsg<'a> {
             }
             _ => None,
         };
-        let params_session_id = params
-            .and_then(|p| p.get("sessionId"))
-            .and_then(Value::as_str);
         let method = match kind {
             MsgKind::Request { method, .. } | MsgKind::Notification { method } => Some(method),
             _ => None,
@@ -136,7 +131,6 @@ impl<'a> WireMsg<'a> {
             kind,
             fault,
             params,
-            params_session_id,
             tool_fields,
             update_variant,
         }
@@ -149,7 +143,7 @@ impl<'a> WireMsg<'a> {
 
     /// `params.sessionId` of a request or notification.
     pub fn params_session_id(&self) -> Option<&'a str> {
-        self.params_session_id
+        self.params?.get("sessionId")?.as_str()
     }
 
     /// The `ToolCall`/`ToolCallUpdate` object the frame carries: the `update` of a

@@ -58,7 +58,7 @@ impl<'a> Builder<'a> {
                 entries,
                 msgs: Vec::new(),
                 msg_pos: MsgPositions::for_transcript(entries.len()),
-                answers: Vec::new(),
+                answers: HashMap::new(),
                 answered: Vec::new(),
                 msg_session: Vec::new(),
                 by_session: HashMap::new(),
@@ -175,7 +175,6 @@ impl<'a> Builder<'a> {
         let fault = entry.fault.map(FaultKind::as_str);
         let pos = self.m.msgs.len();
         self.m.msg_pos.insert(entry.index, pos);
-        self.m.answers.push(Vec::new());
         self.m.answered.push(None);
         let msg = WireMsg::new(entry, from, fault);
         let session = match msg.kind {
@@ -366,8 +365,8 @@ impl<'a> Builder<'a> {
             self.m.unpaired_responses.push(pos);
             return None;
         };
-        self.m.answers[req].push(pos);
-        self.m.answered[pos] = Some(req);
+        self.m.answers.entry(req).or_default().push(pos);
+        self.m.answered[pos] = u32::try_from(req).ok();
         let mut session = self.m.msg_session[req];
         let req_index = self.m.msgs[req].index;
         let req_method = self.m.msgs[req].method();

@@ -41,9 +41,11 @@ pub struct WireModel<'a> {
     /// Transcript index → position in `msgs`.
     msg_pos: MsgPositions,
     /// For requests: positions (in `msgs`) of the responses paired with them.
-    answers: Vec<Vec<usize>>,
+    /// Kept for the requests that have one only: most frames of a large transcript are
+    /// notifications.
+    answers: HashMap<usize, Vec<usize>>,
     /// For responses: position of the request they answer.
-    answered: Vec<Option<usize>>,
+    answered: Vec<Option<u32>>,
     /// The ACP session each message belongs to (params.sessionId, or its request's, or the
     /// session a `session/new` response created).
     msg_session: Vec<Option<&'a str>>,
@@ -93,8 +95,11 @@ impl<'a> WireModel<'a> {
     /// The responses (transcript indices) paired with the request at `index`.
     pub fn answers_to(&self, index: usize) -> Vec<usize> {
         match self.msg_pos.get(index) {
-            Some(p) => self.answers[p]
-                .iter()
+            Some(p) => self
+                .answers
+                .get(&p)
+                .into_iter()
+                .flatten()
                 .map(|&r| self.msgs[r].index)
                 .collect(),
             None => Vec::new(),
@@ -104,7 +109,7 @@ impl<'a> WireModel<'a> {
     /// The request (transcript index) the response at `index` answers.
     pub fn request_of(&self, index: usize) -> Option<usize> {
         let p = self.msg_pos.get(index)?;
-        self.answered[p].map(|r| self.msgs[r].index)
+        self.answered[p].map(|r| self.msgs[r as usize].index)
     }
 
     /// The request message a response answers.
