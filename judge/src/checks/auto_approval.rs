@@ -430,13 +430,16 @@ impl Judge<'_, '_> {
 /// `session-isolation`'s finding, not a decision of the client's own.
 fn cancel_happened(model: &WireModel<'_>, request: &PermissionRequest<'_>, answer: usize) -> bool {
     let stopped = model.user_cancels().iter().any(|c| c.index < answer);
-    let withdrawn = model.msgs_from(request.index).iter().any(|m| {
-        m.index < answer
-            && m.is_notification_for("$/cancel_request")
-            && m.params()
-                .and_then(|p| p.get("requestId"))
-                .is_some_and(|id| id_key(id) == id_key(request.id))
-    });
+    let withdrawn = model
+        .msgs_from(request.index)
+        .iter()
+        .take_while(|m| m.index < answer)
+        .any(|m| {
+            m.is_notification_for("$/cancel_request")
+                && m.params()
+                    .and_then(|p| p.get("requestId"))
+                    .is_some_and(|id| id_key(id) == id_key(request.id))
+        });
     let shutdown = model
         .controls
         .iter()

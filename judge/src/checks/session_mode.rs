@@ -179,22 +179,24 @@ impl Check for SessionMode {
                 }
                 Side::Agent => {
                     if let Some("session/update") = msg.method() {
+                        // Only these two variants concern a session's modes; the state of a
+                        // session nothing set stays empty (it judges nothing at the end).
+                        let variant = msg.update_variant();
+                        if !matches!(
+                            variant,
+                            Some("current_mode_update" | "config_option_update")
+                        ) {
+                            continue;
+                        }
                         let sid = msg.params_session_id().unwrap_or_default();
-                        let update = msg.params().and_then(|p| p.get("update"));
-                        let field = |k: &str| update.and_then(|u| u.get(k));
+                        let field = |k: &str| msg.tool_fields().and_then(|u| u.get(k));
                         let state = sessions.entry(sid.to_owned()).or_default();
-                        match field("sessionUpdate").and_then(Value::as_str) {
-                            Some("current_mode_update") => {
-                                if let Some(m) = field("currentModeId").and_then(Value::as_str) {
-                                    state.set_mode(m, index);
-                                }
+                        if variant == Some("current_mode_update") {
+                            if let Some(m) = field("currentModeId").and_then(Value::as_str) {
+                                state.set_mode(m, index);
                             }
-                            Some("config_option_update") => {
-                                if let Some(list) = field("configOptions") {
-                                    state.set_options(list, index);
-                                }
-                            }
-                            _ => {}
+                        } else if let Some(list) = field("configOptions") {
+                            state.set_options(list, index);
                         }
                         continue;
                     }

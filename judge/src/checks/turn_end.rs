@@ -74,6 +74,9 @@ impl Check for TurnEnd {
             .iter()
             .find(|(_, n)| matches!(note_of(n), Some(Note::SettleTimeout { .. })))
             .map(|(i, _)| *i);
+        // Both in transcript order: each turn looks at its own stretch of them (a scan of every
+        // cancel for every turn was quadratic in the turns).
+        let cancels = model.user_cancels();
         let prompts = model
             .msgs
             .iter()
@@ -90,10 +93,10 @@ impl Check for TurnEnd {
             };
             // A tool the client denied may make it call the turn failed, unless the user's own
             // Stop ended it (then `cancelled` it is: cancel-stop's rule too).
-            let user_stopped = model
-                .user_cancels()
+            let user_stopped = cancels[cancels.partition_point(|c| c.index <= prompt.index)..]
                 .iter()
-                .any(|c| c.index > prompt.index && c.index < response && c.session_id == Some(sid));
+                .take_while(|c| c.index < response)
+                .any(|c| c.session_id == Some(sid));
             if matches!(stop_reason, "end_turn" | "cancelled")
                 && !user_stopped
                 && denied_in_turn(model, sid, prompt.index, response)
@@ -196,10 +199,12 @@ const AFTER_DENIAL: [&[&str]; 2] = [&["completed", "failed"], &["cancelled", "fa
 /// True if a permission request of session `sid` between `from` and `to` was answered with a
 /// `reject_*` option or `cancelled`.
 fn denied_in_turn(model: &WireModel<'_>, sid: &str, from: usize, to: usize) -> bool {
-    model
-        .permissions
+    // Permissions are in transcript order.
+    let first = model.permissions.partition_point(|p| p.index <= from);
+    model.permissions[first..]
         .iter()
-        .filter(|p| p.session_id == Some(sid) && p.index > from && p.index < to)
+        .take_while(|p| p.index < to)
+        .filter(|p| p.session_id == Some(sid))
         .any(|p| {
             p.answers.iter().any(|&a| match model.permission_answer(a) {
                 PermissionAnswer::Cancelled => true,

@@ -152,11 +152,7 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
                 request,
             });
         } else if method == "session/update" && !request {
-            let variant = m
-                .params()
-                .and_then(|p| p.pointer("/update/sessionUpdate"))
-                .and_then(Value::as_str);
-            if let Some(variant) = variant.filter(|v| !is_known_update(v)) {
+            if let Some(variant) = m.update_variant().filter(|v| !is_known_update(v)) {
                 out.push(Unknown {
                     index: m.index,
                     what: format!("session/update of the unknown variant `{variant}`"),

@@ -74,6 +74,15 @@ pub struct WireMsg<'a> {
     pub kind: MsgKind<'a>,
     /// Set for an agent frame the harness broke on purpose (`Entry::fault`, after a `fault` note).
     pub fault: Option<&'a str>,
+    /// `params` of a request or notification, looked up once: every check reads it, and a
+    /// lookup in the frame's tree is a walk through memory nothing else is near (at 10⁵ frames
+    /// the checks spent most of their time there; docs/performance.md).
+    params: Option<&'a Value>,
+    /// The `ToolCall`/`ToolCallUpdate` object a frame carries: the `update` of a
+    /// `session/update`, the `toolCall` of a `session/request_permission`.
+    tool_fields: Option<&'a Value>,
+    /// `params.update.sessionUpdate` of a `session/update`, if a string.
+    update_variant: Option<&'a str>,
 }
 
 impl<'a> WireMsg<'a> {
@@ -89,17 +98,64 @@ impl<'a> WireMsg<'a> {
         }
     }
 
+    /// Classifies one wire entry (see [`classify`]) and looks up once what the checks read of
+    /// every frame.
+    pub fn new(entry: &'a Entry, from: Side, fault: Option<&'a str>) -> Self {
+        let kind = classify(entry);
+        let params = match kind {
+            MsgKind::Request { .. } | MsgKind::Notification { .. } => {
+                entry.json.as_ref().and_then(|json| json.get("params"))
+            }
+            _ => None,
+        };
+        let method = match kind {
+            MsgKind::Request { method, .. } | MsgKind::Notification { method } => Some(method),
+            _ => None,
+        };
+        let (tool_fields, update_variant) = match method {
+            Some("session/update") => {
+                let update = params.and_then(|p| p.get("update"));
+                let variant = update
+                    .and_then(|u| u.get("sessionUpdate"))
+                    .and_then(Value::as_str);
+                (update, variant)
+            }
+            Some("session/request_permission") => (params.and_then(|p| p.get("toolCall")), None),
+            _ => (None, None),
+        };
+        WireMsg {
+            index: entry.index,
+            conn: entry.conn,
+            from,
+            entry,
+            kind,
+            fault,
+            params,
+            tool_fields,
+            update_variant,
+        }
+    }
+
     /// `params` of a request or notification (absent → `None`).
     pub fn params(&self) -> Option<&'a Value> {
-        match self.kind {
-            MsgKind::Request { .. } | MsgKind::Notification { .. } => self.json()?.get("params"),
-            _ => None,
-        }
+        self.params
     }
 
     /// `params.sessionId` of a request or notification.
     pub fn params_session_id(&self) -> Option<&'a str> {
-        self.params()?.get("sessionId")?.as_str()
+        self.params?.get("sessionId")?.as_str()
+    }
+
+    /// The `ToolCall`/`ToolCallUpdate` object the frame carries: the `update` of a
+    /// `session/update` (whatever its variant), or the `toolCall` of a
+    /// `session/request_permission` request.
+    pub fn tool_fields(&self) -> Option<&'a Value> {
+        self.tool_fields
+    }
+
+    /// `params.update.sessionUpdate` of a `session/update`.
+    pub fn update_variant(&self) -> Option<&'a str> {
+        self.update_variant
     }
 
     pub fn id(&self) -> Option<&'a Value> {

@@ -6,7 +6,7 @@ use super::{Side, WireModel, WireMsg};
 impl<'a> WireModel<'a> {
     /// The ACP session a message belongs to.
     pub fn session_of(&self, index: usize) -> Option<&'a str> {
-        self.msg_pos.get(&index).and_then(|&p| self.msg_session[p])
+        self.msg_pos.get(index).and_then(|p| self.msg_session[p])
     }
 
     /// Messages of one session (either direction), in transcript order.

@@ -45,32 +45,38 @@ impl<'a> EffectiveToolCall<'a> {
 
     /// Merges one `ToolCall`/`ToolCallUpdate` object (a `null` field counts as absent).
     pub fn merge(&mut self, fields: &'a Value, index: usize) {
-        let present = |k: &str| fields.get(k).filter(|v| !v.is_null());
-        let string = |k: &str| present(k).and_then(Value::as_str);
-        if let Some(title) = string("title") {
-            self.title = Some(title);
-        }
-        if let Some(kind) = string("kind") {
-            let keep_previous = !is_specific_kind(kind) && self.kind.is_some_and(is_specific_kind);
-            if !keep_previous {
-                self.kind = Some(kind);
-                self.kind_frame = Some(index);
+        // One walk over the object's entries instead of a hashed lookup per field: the checks
+        // merge every update of a tool call, several times over (a parsed object holds each key
+        // once, so the order of the walk decides nothing).
+        for (key, value) in fields.as_object().into_iter().flatten() {
+            if value.is_null() {
+                continue;
             }
-        }
-        if let Some(status) = string("status") {
-            self.status = Some(status);
-        }
-        if let Some(content) = present("content") {
-            self.content = Some(content);
-        }
-        if let Some(locations) = present("locations") {
-            self.locations = Some(locations);
-        }
-        if let Some(raw_input) = present("rawInput") {
-            self.raw_input = Some(raw_input);
+            match key.as_str() {
+                "title" => self.title = value.as_str().or(self.title),
+                "kind" => {
+                    if let Some(kind) = value.as_str() {
+                        self.merge_kind(kind, index);
+                    }
+                }
+                "status" => self.status = value.as_str().or(self.status),
+                "content" => self.content = Some(value),
+                "locations" => self.locations = Some(value),
+                "rawInput" => self.raw_input = Some(value),
+                _ => {}
+            }
         }
         self.merged += 1;
         self.last_frame = Some(index);
+    }
+
+    /// A kind of `other` (or an unknown word) never overrides a specific kind.
+    fn merge_kind(&mut self, kind: &'a str, index: usize) {
+        let keep_previous = !is_specific_kind(kind) && self.kind.is_some_and(is_specific_kind);
+        if !keep_previous {
+            self.kind = Some(kind);
+            self.kind_frame = Some(index);
+        }
     }
 
     /// `rawInput.command` is a string.
@@ -181,13 +187,7 @@ impl<'a> WireModel<'a> {
     /// The `ToolCall`/`ToolCallUpdate` object carried by an agent frame: the `update` of a
     /// `session/update`, or the `toolCall` of a permission request.
     pub fn tool_fields(&self, index: usize) -> Option<&'a Value> {
-        let msg = self.msg(index)?;
-        let params = msg.params()?;
-        match msg.method()? {
-            "session/update" => params.get("update"),
-            "session/request_permission" => params.get("toolCall"),
-            _ => None,
-        }
+        self.msg(index)?.tool_fields()
     }
 
     /// The effective tool call for (conn, sessionId, toolCallId) as of transcript index `at`:
