@@ -19,8 +19,8 @@ use acp_reference_client::decide::{Decider, Policy};
 use acp_reference_client::subject::{Subject, classify};
 use acp_reference_client::timeline::{ItemView, Timeline};
 use acp_reference_client::{client, control};
-use mimalloc::MiMalloc;
 use acp_vocab::control::Event;
+use mimalloc::MiMalloc;
 use serde_json::Value;
 
 /// Both targets allocate for every input; mimalloc makes that cheap.
@@ -106,10 +106,7 @@ impl Mapping for ReferenceMapping {
             .map(|(o, label)| (o.option_id.clone(), label))
             .collect();
         self.card = options;
-        Card {
-            subject,
-            buttons,
-        }
+        Card { subject, buttons }
     }
 
     fn choose(&mut self, option_id: &str) -> Option<String> {
@@ -182,29 +179,64 @@ mod tests {
         acp_harness::fuzz::decode(&std::fs::read(path).expect("seed")).expect("decodes")
     }
 
+    /// A field bug in one call of the mapping; the other calls are the reference client's.
+    #[derive(Clone, Copy)]
+    enum Bug {
+        /// Answers every request by itself with its first option, whatever the policy.
+        ApproveEverything,
+        /// Shows every card as a command (always-command, bb #1719).
+        AlwaysCommand,
+        /// Answers a click from a fixed list, "allow" or "reject", not with the option clicked
+        /// (unoffered-option, ZERO #915).
+        FixedAnswerList,
+    }
+
+    struct Broken(ReferenceMapping, Bug);
+
+    impl Mapping for Broken {
+        fn hello(&self) -> Event {
+            self.0.hello()
+        }
+        fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
+            self.0.announce(s, u)
+        }
+        fn decide(&mut self, p: &Value, w: &str) -> Option<String> {
+            match self.1 {
+                Bug::ApproveEverything => p["options"][0]["optionId"].as_str().map(str::to_owned),
+                _ => self.0.decide(p, w),
+            }
+        }
+        fn approval(&mut self, p: &Value) -> Card {
+            let card = self.0.approval(p);
+            match self.1 {
+                Bug::AlwaysCommand => Card {
+                    subject: Subject::Command,
+                    ..card
+                },
+                _ => card,
+            }
+        }
+        fn choose(&mut self, o: &str) -> Option<String> {
+            let clicked = self.0.card.iter().find(|option| option.option_id == o)?;
+            match self.1 {
+                Bug::FixedAnswerList => Some(
+                    if clicked.is_allow() {
+                        "allow"
+                    } else {
+                        "reject"
+                    }
+                    .to_owned(),
+                ),
+                _ => self.0.choose(o),
+            }
+        }
+    }
+
     /// The in-process turn is decided by the reference client's own decision code: a read inside
     /// the workspace under read-only is answered by itself, and a decision code that approves
     /// what the policy does not cover is caught by `auto-approval`.
     #[test]
     fn the_decision_is_the_reference_clients_and_a_wrong_one_is_caught() {
-        struct ApproveEverything(ReferenceMapping);
-        impl Mapping for ApproveEverything {
-            fn hello(&self) -> Event {
-                self.0.hello()
-            }
-            fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
-                self.0.announce(s, u)
-            }
-            fn decide(&mut self, p: &Value, _: &str) -> Option<String> {
-                p["options"][0]["optionId"].as_str().map(str::to_owned)
-            }
-            fn approval(&mut self, p: &Value) -> Card {
-                self.0.approval(p)
-            }
-            fn choose(&mut self, o: &str) -> Option<String> {
-                self.0.choose(o)
-            }
-        }
         let read = seed("policy-read-only-read-inside.json");
         let mut mapping = ReferenceMapping::new(read.policy);
         let params = serde_json::json!({"sessionId":"s","toolCall":{"toolCallId":"c","kind":"read"},
@@ -223,7 +255,7 @@ mod tests {
             play(&turn, &mut ReferenceMapping::new(turn.policy)).expect("the reference asks");
             let summary = play(
                 &turn,
-                &mut ApproveEverything(ReferenceMapping::new(turn.policy)),
+                &mut Broken(ReferenceMapping::new(turn.policy), Bug::ApproveEverything),
             )
             .expect_err("approving everything breaks the policy");
             assert!(
@@ -233,37 +265,33 @@ mod tests {
         }
     }
 
-    /// The in-process target can fail: a mapping that shows every card as a command (the
-    /// always-command field bug) is caught on an edit.
+    /// The in-process target can fail on the mapping's field bugs: every card shown as a command
+    /// is caught on an edit (`subject-kind`), an answer that is not the option clicked
+    /// (`offered-options`). The summary shows the control messages, which are recorded parsed
+    /// only and given their JSON for it.
     #[test]
     fn a_wrong_mapping_is_caught() {
-        struct AlwaysCommand(ReferenceMapping);
-        impl Mapping for AlwaysCommand {
-            fn hello(&self) -> Event {
-                self.0.hello()
-            }
-            fn announce(&mut self, s: &str, u: &Value) -> Option<ItemShown> {
-                self.0.announce(s, u)
-            }
-            fn decide(&mut self, p: &Value, w: &str) -> Option<String> {
-                self.0.decide(p, w)
-            }
-            fn approval(&mut self, p: &Value) -> Card {
-                Card {
-                    subject: Subject::Command,
-                    ..self.0.approval(p)
-                }
-            }
-            fn choose(&mut self, o: &str) -> Option<String> {
-                self.0.choose(o)
-            }
-        }
         let turn = acp_harness::fuzz::decode(
             br#"{"request":{"full":{"kind":"edit","title":"a"}},"options":[{"id":"o","name":"O","kind":"allow_once"}],"action":{"choose":0}}"#,
         )
         .expect("decodes");
-        let summary = play(&turn, &mut AlwaysCommand(ReferenceMapping::default()))
-            .expect_err("an edit shown as a command");
-        assert!(summary.contains("subject-kind [fail]"), "{summary}");
+        play(&turn, &mut ReferenceMapping::default()).expect("the reference maps it");
+        for (bug, expected, shown) in [
+            (
+                Bug::AlwaysCommand,
+                "subject-kind [fail]",
+                r#""subject":"command""#,
+            ),
+            (
+                Bug::FixedAnswerList,
+                "offered-options [fail]",
+                r#""optionId":"allow""#,
+            ),
+        ] {
+            let summary = play(&turn, &mut Broken(ReferenceMapping::default(), bug))
+                .expect_err("a field bug");
+            assert!(summary.contains(expected), "{summary}");
+            assert!(summary.contains(shown), "{summary}");
+        }
     }
 }

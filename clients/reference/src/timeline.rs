@@ -113,7 +113,9 @@ fn merge(call: &mut Map<String, Value>, update: &Map<String, Value>) {
 pub struct Timeline {
     /// Items in creation order (events about several items come out in a stable order).
     items: Vec<Item>,
-    index: HashMap<(String, String), usize>,
+    /// sessionId → toolCallId → position in `items`. Nested so that a lookup borrows the ids
+    /// instead of building an owned key (every announcement looks its item up).
+    index: HashMap<String, HashMap<String, usize>>,
     mutant: Option<Mutant>,
 }
 
@@ -134,9 +136,7 @@ impl Timeline {
                 .iter()
                 .position(|item| item.tool_call_id == tool_call_id);
         }
-        self.index
-            .get(&(session_id.to_owned(), tool_call_id.to_owned()))
-            .copied()
+        self.index.get(session_id)?.get(tool_call_id).copied()
     }
 
     /// Merge an announcement of `tool_call_id` in `session_id`, created during `turn`.
@@ -154,7 +154,9 @@ impl Timeline {
                 let mut call = Map::new();
                 call.insert("toolCallId".into(), Value::String(tool_call_id.into()));
                 self.index
-                    .insert((session_id.into(), tool_call_id.into()), self.items.len());
+                    .entry(session_id.into())
+                    .or_default()
+                    .insert(tool_call_id.into(), self.items.len());
                 self.items.push(Item {
                     session_id: session_id.into(),
                     tool_call_id: tool_call_id.into(),

@@ -7,8 +7,9 @@
 //! re-implementation. Before the card, the mapping's own decision code may answer by itself
 //! ([`Mapping::decide`]); then no card is shown and nobody clicks, as with a real client.
 //!
-//! Entries are recorded without their raw text (checks read the parsed JSON); the raw text is
-//! filled in only for a finding's summary, which keeps a turn in the tens of microseconds.
+//! Entries are recorded without their raw text (checks read the parsed JSON of a wire frame and
+//! the typed message of a control entry), control entries without their JSON too; both are filled
+//! in only for a finding's summary, which keeps a turn in the tens of microseconds.
 
 use acp_vocab::control::{
     Approval, ApprovalResolved, Command, Event, Item, Message, Outcome, PresentedOption,
@@ -106,11 +107,12 @@ impl Log {
         index
     }
 
-    /// A control message, recorded as JSON and already parsed (the checks read the typed
-    /// message; nothing parses it back).
+    /// A control message, recorded parsed only: the checks read the typed message
+    /// (`Entry::control`), never a control entry's JSON, which is a `null` placeholder until a
+    /// finding's summary needs it ([`with_text`]). Serializing every event of every turn to JSON
+    /// was 6 % of an execution under libFuzzer.
     fn control(&mut self, direction: Direction, message: Message) {
-        let json = serde_json::to_value(&message).unwrap_or_default();
-        self.push_parsed(direction, 0, json, ParsedControl::parsed(message));
+        self.push_parsed(direction, 0, Value::Null, ParsedControl::parsed(message));
     }
 
     fn agent(&mut self, frame: Value) {
@@ -294,13 +296,7 @@ fn grade(turn: &PermissionTurn, log: Log) -> Result<(), String> {
     // A finding: give the entries their raw text and cite the frames under each message, as
     // `grade_case` does (which is not called here: it would link every check, the JSON Schema
     // validators included, into a binary whose every instrumented edge libFuzzer scans per input).
-    for entry in &mut record.transcript {
-        entry.raw = entry
-            .json
-            .as_ref()
-            .map(Value::to_string)
-            .unwrap_or_default();
-    }
+    record.transcript.iter_mut().for_each(with_text);
     let model = WireModel::new(&record.transcript);
     for trial in &mut trials {
         for &frame in &trial.frames {
@@ -311,6 +307,21 @@ fn grade(turn: &PermissionTurn, log: Log) -> Result<(), String> {
     drop(model);
     let verdict = Verdict { trials };
     Err(summary(turn, &record, &verdict, "in-process mapping", None))
+}
+
+/// Gives an entry of a turn with a finding what a recorded entry has: a control message its
+/// JSON (recorded as a placeholder, see [`Log::control`]), every entry its raw text.
+fn with_text(entry: &mut Entry) {
+    if entry.json == Some(Value::Null) {
+        if let Some(json) = entry.control().and_then(|m| serde_json::to_value(m).ok()) {
+            entry.json = Some(json);
+        }
+    }
+    entry.raw = entry
+        .json
+        .as_ref()
+        .map(Value::to_string)
+        .unwrap_or_default();
 }
 
 fn record(transcript: Vec<Entry>) -> CaseRecord {
