@@ -54,14 +54,22 @@ impl<'a> Src<'a> {
     /// Parses a JSON value written in a TOML string; a JSON error points at its exact place when
     /// the string is a literal string.
     pub fn json(&self, s: &Spanned<String>, what: &str) -> Result<Value, ScenarioError> {
-        serde_json::from_str(s.get_ref()).map_err(|e| {
-            let at = self.loc(s).at_json(s.get_ref(), e.line(), e.column());
-            let msg = e.to_string();
-            // serde_json appends " at line L column C" (positions inside the string): the file
-            // position replaces them.
-            let msg = msg.split(" at line ").next().unwrap_or(&msg);
-            self.err(at, format!("invalid JSON in {what}: {msg}"))
-        })
+        serde_json::from_str(s.get_ref()).map_err(|e| self.json_error(s, what, &e))
+    }
+
+    /// A JSON error in the string `s`, at its place in the file.
+    pub fn json_error(
+        &self,
+        s: &Spanned<String>,
+        what: &str,
+        e: &serde_json::Error,
+    ) -> ScenarioError {
+        let at = self.loc(s).at_json(s.get_ref(), e.line(), e.column());
+        let msg = e.to_string();
+        // serde_json appends " at line L column C" (positions inside the string): the file
+        // position replaces them.
+        let msg = msg.split(" at line ").next().unwrap_or(&msg);
+        self.err(at, format!("invalid JSON in {what}: {msg}"))
     }
 }
 
@@ -72,11 +80,21 @@ impl Src<'_> {
         &self,
         s: &Spanned<String>,
         value: &Value,
+        rule: impl FnMut(&VarUse) -> Result<(), String>,
+    ) -> Result<(), ScenarioError> {
+        self.check_var_uses(s, template::uses(value), rule)
+    }
+
+    /// [`Self::check_json_vars`] over the uses already collected (or the first template error).
+    pub fn check_var_uses(
+        &self,
+        s: &Spanned<String>,
+        uses: Result<Vec<VarUse>, template::ValueTemplateError>,
         mut rule: impl FnMut(&VarUse) -> Result<(), String>,
     ) -> Result<(), ScenarioError> {
         let loc = self.loc(s);
         let raw = s.get_ref();
-        let uses = template::uses(value).map_err(|e| {
+        let uses = uses.map_err(|e| {
             // The decoded string appears verbatim in the raw text unless it has JSON escapes.
             let at = raw
                 .find(&e.string)

@@ -35,7 +35,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::link::AgentLink;
 use crate::mailbox::Msg;
-use crate::scenario::{Case, Step};
+use crate::scenario::{Case, Step, StepKind};
 use crate::vars::Vars;
 use crate::wire;
 use acp_vocab::note::Note;
@@ -222,6 +222,8 @@ pub async fn run<C: Connector, U: UserDriver>(
         progress: progress_rx,
         queued: 0,
         faulting: None,
+        outbox: Vec::new(),
+        more_sends: false,
     };
     let result = {
         let steps = engine.run_all();
@@ -295,7 +297,19 @@ struct Engine<'a, C> {
     queued: usize,
     /// While a `fault` step writes: its kind, recorded on every frame it writes.
     faulting: Option<acp_vocab::note::FaultKind>,
+    /// Frames of `send` steps already recorded but not yet written: a run of consecutive sends
+    /// goes out in a few writes, so the relay and the client wake once per batch rather than
+    /// once per frame (docs/performance.md, "Frames per scenario"). Written with the next frame
+    /// that is not queued, before anything else the engine writes or waits for.
+    outbox: Vec<u8>,
+    /// The step being run is a `send` followed by another `send` in the same list.
+    more_sends: bool,
 }
+
+/// Largest batch of queued `send` frames: past it the batch is written, so a long run of sends
+/// holds at most this much, and a client that stops reading is noticed within a few frames (at
+/// the step whose write does not get through, as without batching).
+const BATCH_BYTES: usize = 64 * 1024;
 
 type StepResult = Result<(), Stop>;
 
@@ -319,8 +333,16 @@ impl<'a, C: Connector> Engine<'a, C> {
         'a: 's,
     {
         Box::pin(async move {
-            for step in steps {
-                self.step(step).await?;
+            for (i, step) in steps.iter().enumerate() {
+                self.more_sends = matches!(
+                    steps.get(i + 1).map(|next| &next.kind),
+                    Some(StepKind::Send { .. })
+                );
+                if let Err(stop) = self.step(step).await {
+                    // Frames recorded as sent must reach the client, whatever stopped the run.
+                    self.flush_outbox().await;
+                    return Err(stop);
+                }
             }
             Ok(())
         })

@@ -81,6 +81,12 @@ impl AgentLink {
         Ok(())
     }
 
+    /// Writes bytes as they are, in one write (frames already recorded, each with its `\n`).
+    /// Unbounded: the caller puts a deadline on it.
+    pub async fn write_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        wire::write_chunk(&mut self.writer, bytes).await
+    }
+
     /// Records then writes whole frames, each on its own line, in one write.
     pub async fn send(&mut self, rec: &Recorder, frames: &[&[u8]]) -> std::io::Result<()> {
         self.record_sent(rec, frames, None);

@@ -71,6 +71,11 @@ impl Vars {
         })
     }
 
+    /// The JSON value of one variable (`${name}` as a whole string).
+    pub fn value_of(&self, name: &str) -> Result<Value, String> {
+        self.lookup(name, 0)
+    }
+
     /// Fills every template in a JSON value.
     pub fn fill(&self, value: &Value) -> Result<Value, String> {
         template::expand(value, &mut |n| self.lookup(n, 0))

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::user::guard;
-use super::{Connector, Engine, StepResult, Stop};
+use super::{BATCH_BYTES, Connector, Engine, StepResult, Stop};
 use crate::link::AgentLink;
 use crate::mailbox::{Msg, WaitError};
 use crate::scenario::Step;
@@ -108,8 +108,39 @@ impl<'a, C: Connector> Engine<'a, C> {
             .await
     }
 
+    /// Records one `send` frame and queues it in the outbox instead of writing it, unless the
+    /// outbox is full: then it goes out with the batch.
+    pub(super) async fn queue(
+        &mut self,
+        step: &Step,
+        frame: &[u8],
+        timeout: Duration,
+    ) -> StepResult {
+        if self.outbox.len() + frame.len() >= BATCH_BYTES {
+            return self.write(step, frame, timeout).await;
+        }
+        let deadline = Instant::now() + timeout;
+        let rec = self.rec;
+        let fault = self.faulting;
+        let conn = self.connection(step, deadline, timeout).await?;
+        conn.record_sent(rec, &[frame], fault);
+        self.outbox.extend_from_slice(frame);
+        self.outbox.push(b'\n');
+        Ok(())
+    }
+
+    /// Writes what the outbox holds, bounded by the default step timeout; on the way out of a
+    /// stopped run, so a failure here changes nothing more.
+    pub(super) async fn flush_outbox(&mut self) {
+        let bytes = std::mem::take(&mut self.outbox);
+        if let (false, Some(conn)) = (bytes.is_empty(), self.conn.as_mut()) {
+            let _ = tokio::time::timeout(self.cfg.step_timeout, conn.write_raw(&bytes)).await;
+        }
+    }
+
     /// Records `frames` (what the client will read), then writes `parts` as described for
-    /// [`Self::write_parts`], all within `timeout`.
+    /// [`Self::write_parts`], all within `timeout`. Frames still in the outbox go first, in the
+    /// same write as the first part.
     pub(super) async fn write_recorded(
         &mut self,
         step: &Step,
@@ -121,11 +152,21 @@ impl<'a, C: Connector> Engine<'a, C> {
         let rec = self.rec;
         let progress = self.progress.clone();
         let fault = self.faulting;
+        let mut first = std::mem::take(&mut self.outbox);
         let conn = self.connection(step, deadline, timeout).await?;
         conn.record_sent(rec, frames, fault);
+        let parts: Vec<&[u8]> = match parts.split_first() {
+            Some((head, rest)) if !first.is_empty() => {
+                first.extend_from_slice(head);
+                std::iter::once(first.as_slice())
+                    .chain(rest.iter().copied())
+                    .collect()
+            }
+            _ => parts.to_vec(),
+        };
         let written = guard(
             progress,
-            tokio::time::timeout_at(deadline, conn.write_parts(parts)),
+            tokio::time::timeout_at(deadline, conn.write_parts(&parts)),
         )
         .await?;
         match written {

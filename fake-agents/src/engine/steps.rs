@@ -3,13 +3,15 @@
 use std::time::Duration;
 
 use acp_vocab::note::{BranchCase, Note};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::conn::to_bytes;
 use super::{Connector, Engine, Sent, StepResult, Stop};
 use crate::mailbox::{Msg, WaitError};
 use crate::matching::{self, Answer};
-use crate::scenario::{Expect, Expected, Fault, OnCase, Reply, Step, StepKind};
+use crate::scenario::{
+    Expect, Expected, Fault, JsonText, OnCase, Reply, Step, StepKind, set_fresh_id,
+};
 use crate::template;
 
 impl<'a, C: Connector> Engine<'a, C> {
@@ -40,10 +42,15 @@ impl<'a, C: Connector> Engine<'a, C> {
                 self.reply(step, &msg, reply, timeout).await
             }
             StepKind::Send { frame, alias } => {
-                let frame = frame.value().map_err(|m| self.harness(step, m))?;
-                let frame = self.fill_send(step, frame)?;
-                self.write(step, &to_bytes(&frame), timeout).await?;
+                let bytes = self.send_bytes(step, frame)?;
+                if self.more_sends {
+                    self.queue(step, &bytes, timeout).await?;
+                } else {
+                    self.write(step, &bytes, timeout).await?;
+                }
                 if let Some(alias) = alias {
+                    // A request: read back what was sent, for its answer and offered options.
+                    let frame: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
                     self.sent.insert(
                         alias.clone(),
                         Sent {
@@ -223,14 +230,26 @@ impl<'a, C: Connector> Engine<'a, C> {
     }
 
     /// Fills a `send` frame; a top-level `"id":"${id}"` becomes the next fresh request id.
+    /// A `send` frame filled, as it goes on the wire.
+    fn send_bytes(&mut self, step: &Step, frame: &JsonText) -> Result<Vec<u8>, Stop> {
+        let vars = &self.vars;
+        match frame.fill(self.next_id, &mut |name| vars.value_of(name)) {
+            Some(Ok(filled)) => {
+                if filled.took_id {
+                    self.next_id += 1;
+                }
+                Ok(filled.bytes)
+            }
+            Some(Err(m)) => Err(self.harness(step, m)),
+            None => {
+                let frame = frame.value().map_err(|m| self.harness(step, m))?;
+                Ok(to_bytes(&self.fill_send(step, frame)?))
+            }
+        }
+    }
+
     pub(super) fn fill_send(&mut self, step: &Step, mut frame: Value) -> Result<Value, Stop> {
-        let fresh = frame
-            .get("id")
-            .and_then(Value::as_str)
-            .and_then(template::whole_var)
-            == Some("id");
-        if fresh && let Some(obj) = frame.as_object_mut() {
-            obj.insert("id".into(), json!(self.next_id));
+        if set_fresh_id(&mut frame, self.next_id) {
             self.next_id += 1;
         }
         self.vars.fill(&frame).map_err(|m| self.harness(step, m))

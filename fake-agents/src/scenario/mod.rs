@@ -5,6 +5,7 @@
 //! semantic errors (unknown template variable, an alias used before it is defined, a `choose` of
 //! an option the request does not offer). [`load_dir`] reports every broken file at once.
 
+mod json_text;
 mod parse;
 mod raw;
 pub mod setup;
@@ -25,6 +26,7 @@ use crate::source::SourceText;
 use crate::vars::Vars;
 
 pub use crate::error::ScenarioError;
+pub use json_text::{Filled, JsonText, set_fresh_id};
 pub use parse::parse;
 
 /// One parsed scenario file.
@@ -126,32 +128,6 @@ pub enum StepKind {
     Delay(Duration),
     Fault(Fault),
     User(UserStep),
-}
-
-/// A JSON template kept as the text the scenario wrote (checked by the parser), parsed again
-/// when it is used. A parsed frame with `serde_json`'s order-preserving maps takes about ten
-/// times its text (3.3 KB for a 270-byte `tool_call_update`), and a scenario keeps every step
-/// for the whole run, so a long one would hold megabytes of trees that are each read once
-/// (docs/performance.md, "Frames per scenario").
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JsonText(Box<str>);
-
-impl JsonText {
-    /// Keeps `text`, which must parse as JSON (the parser parsed it first).
-    pub(crate) fn new(text: &str) -> Self {
-        JsonText(text.into())
-    }
-
-    /// The template as written.
-    pub fn text(&self) -> &str {
-        &self.0
-    }
-
-    /// The template as a JSON value. `Err` only for a text that was never checked, which the
-    /// parser does not make.
-    pub fn value(&self) -> Result<Value, String> {
-        serde_json::from_str(&self.0).map_err(|e| format!("the frame template is not JSON: {e}"))
-    }
 }
 
 /// What an `expect` step waits for.

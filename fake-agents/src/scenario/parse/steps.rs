@@ -5,10 +5,9 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::{Ctx, Offered, R, list_ids};
+use crate::scenario::json_text;
 use crate::scenario::raw::{BoxedStep, KIND_KEYS, RawOn, RawStep};
-use crate::scenario::{
-    Expect, Expected, JsonText, OPTION_KINDS, OnCase, Reply, Step, StepKind, When,
-};
+use crate::scenario::{Expect, Expected, OPTION_KINDS, OnCase, Reply, Step, StepKind, When};
 use crate::template;
 
 impl Ctx<'_> {
@@ -134,8 +133,18 @@ impl Ctx<'_> {
             }
             "send" => {
                 let s = r.send.as_ref().expect("present");
-                let frame = self.json(s, "`send`", true)?;
-                if !frame.is_object() {
+                let compiled = json_text::compile(s.get_ref())
+                    .map_err(|e| self.src.json_error(s, "`send`", &e))?;
+                match compiled.uses {
+                    Some(uses) => self
+                        .src
+                        .check_var_uses(s, uses, |u| self.json_var_rule(u, true))?,
+                    // Kept as written: its tree has the uses.
+                    None => {
+                        self.json(s, "`send`", true)?;
+                    }
+                }
+                if !compiled.is_object {
                     return Err(self.err(
                         s.span().start,
                         "a `send` frame must be a JSON object (a whole JSON-RPC message); use `fault` for anything else",
@@ -144,6 +153,8 @@ impl Ctx<'_> {
                 let alias = match &r.as_ {
                     None => None,
                     Some(a) => {
+                        // A request: few in a scenario, read as a tree.
+                        let frame = self.src.json(s, "`send`")?;
                         if frame.get("id").is_none() || frame.get("method").is_none() {
                             return Err(self.err(
                                 a.span().start,
@@ -157,7 +168,7 @@ impl Ctx<'_> {
                     }
                 };
                 StepKind::Send {
-                    frame: JsonText::new(s.get_ref()),
+                    frame: compiled.frame,
                     alias,
                 }
             }
