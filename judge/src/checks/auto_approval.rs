@@ -411,7 +411,7 @@ impl Judge<'_, '_> {
         decision: &Decision<'_>,
         problems: &mut Problems,
     ) {
-        if cancel_happened(self.model, request, decision.index) {
+        if cancel_happened(self.model, request, decision.index) || !offers_reject(request) {
             return;
         }
         problems.warn(
@@ -423,6 +423,16 @@ impl Judge<'_, '_> {
             &[request.index, decision.index],
         );
     }
+}
+
+/// Whether the request offers a reject option. Without one, a client that will not approve has
+/// no way to say no but the `cancelled` outcome (the protocol's outcomes are an offered option or
+/// `cancelled`): acpx 0.19 does exactly that under its escalate policy, and is right to.
+fn offers_reject(request: &PermissionRequest<'_>) -> bool {
+    request
+        .options
+        .iter()
+        .any(|o| matches!(o.kind, Some("reject_once" | "reject_always")))
 }
 
 /// A user Stop, the agent's `$/cancel_request` for the request, or a shutdown, before the

@@ -250,6 +250,21 @@ fn cancelled_without_a_cancel_is_a_warning_and_with_one_is_fine() {
     assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
 }
 
+/// A request with no reject option leaves a client that will not approve only `cancelled` to
+/// say no with (acpx 0.19 under its escalate policy, in the fuzz regressions' requests).
+#[test]
+fn cancelled_is_the_only_no_when_no_reject_is_offered() {
+    let c = wire_case(
+        None,
+        json!({"sessionUpdate":"tool_call","toolCallId":"t","kind":"edit","title":"Edit"}),
+    );
+    let allow_only = json!([{"optionId":"once","name":"Allow","kind":"allow_once"},
+                            {"optionId":"always","name":"Always","kind":"allow_always"}]);
+    c.permission(json!(0), json!({"toolCallId":"t"}), allow_only);
+    c.cancelled(json!(0));
+    assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
+}
+
 #[test]
 fn a_kindless_command_is_an_execute_and_a_diff_an_edit() {
     let run = |tool_call: Value| {
