@@ -4,7 +4,7 @@
 //! grade each with a specific message within its timeout, kill everything it started, and never
 //! panic (`harness/tests/chaos.rs`).
 //!
-//! Most modes are a small but working control-plane adapter (`mini.rs`) with one deviation; the
+//! Most modes are a small but working control-plane adapter (`mini/`) with one deviation; the
 //! rest never get that far (`early.rs`). Diagnostics go to stderr.
 //!
 //! One mode is not hostile: `echo` is the same adapter with no deviation at all, advertising the
