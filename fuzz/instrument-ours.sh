@@ -13,7 +13,18 @@
 set -euo pipefail
 rustc=$1
 shift
-instrument="acp_harness acp_harness_fuzz acp_reference_client acp_fake_agents mapping_inprocess permission_mapping"
+#
+# ACP_FUZZ_INSTRUMENT=mapping narrows it to the in-process target's signal, the reference client's
+# mapping and decision code: the harness (input decoding, frame building, the fake agents' link)
+# is then uninstrumented too, which only the pipe target needs as its coverage signal. Build it into
+# its own target dir (`--target-dir fuzz/target-mapping`): acp_harness also reads this variable
+# (harness/src/fuzz/mod.rs), so cargo rebuilds it when it changes, but one dir would flip back and
+# forth between the two builds.
+case "${ACP_FUZZ_INSTRUMENT:-ours}" in
+  ours) instrument="acp_harness acp_harness_fuzz acp_reference_client acp_fake_agents mapping_inprocess permission_mapping" ;;
+  mapping) instrument="acp_harness_fuzz acp_reference_client mapping_inprocess" ;;
+  *) echo "instrument-ours.sh: ACP_FUZZ_INSTRUMENT is ours or mapping, not ${ACP_FUZZ_INSTRUMENT}" >&2; exit 2 ;;
+esac
 crate=
 prev=
 for arg in "$@"; do

@@ -7,6 +7,7 @@
 //! session's directory after the real filesystem resolved `..` and symlinks. Anything else goes
 //! to the user. The harness's `auto-approval` check is the independent oracle for this module.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -225,11 +226,13 @@ impl Decider {
         }
         let all_granted = kinds.iter().all(|k| is_granted(k));
         let scoped = !all_granted && self.policy.as_ref().is_some_and(|p| p.scope == "workspace");
+        // The workspace is resolved once per request, not once per place it reaches.
+        let root = OnceCell::new();
         if scoped
             && !facts
                 .places
                 .iter()
-                .all(|place| self.inside(place, workspace))
+                .all(|place| self.inside(place, workspace, &root))
         {
             return None;
         }
@@ -265,7 +268,9 @@ impl Decider {
         self.decide(session_id, workspace, &facts, &offered)
     }
 
-    fn inside(&self, place: &str, workspace: &Path) -> bool {
+    /// Whether `place` lies inside `workspace`; `root` is the workspace as the filesystem
+    /// resolves it, looked up on first use.
+    fn inside(&self, place: &str, workspace: &Path, root: &OnceCell<PathBuf>) -> bool {
         if place.starts_with("http://") || place.starts_with("https://") || place.starts_with('~') {
             return false;
         }
@@ -278,8 +283,7 @@ impl Decider {
                 .to_string_lossy()
                 .starts_with(workspace.to_string_lossy().as_ref());
         }
-        let root = real_path(workspace);
-        real_path(&path).starts_with(root)
+        real_path(&path).starts_with(root.get_or_init(|| real_path(workspace)))
     }
 }
 

@@ -29,6 +29,11 @@ use std::sync::Mutex;
 pub use driver::{Driver, DriverConfig};
 pub use input::{PermissionTurn, PolicyChoice, decode, pseudo_random_turns};
 
+/// The coverage choice of fuzz/instrument-ours.sh (`ACP_FUZZ_INSTRUMENT`: is this crate
+/// instrumented?), read here only so that cargo rebuilds the crate when it changes: cargo does not
+/// fingerprint what a `RUSTC_WRAPPER` decides, but it tracks the variables a crate reads.
+const _INSTRUMENT_CHOICE: Option<&str> = option_env!("ACP_FUZZ_INSTRUMENT");
+
 /// The driver of this process, started on first use (cargo-fuzz calls the target many times in
 /// one process; the client lives across calls).
 static DRIVER: Mutex<Option<Driver>> = Mutex::new(None);
