@@ -6,6 +6,7 @@
 //! self-contained (inline CSS and JS) and carries a Content-Security-Policy that allows no network
 //! and only this crate's script (by hash): even markup that slipped through could not run.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -19,7 +20,7 @@ use crate::grade::{GRADES, Grade};
 use crate::load::{LoadedRun, ReportError};
 use crate::message::{self, Segment};
 use crate::model::{
-    self, AgentView, CaseSlot, Chip, Counts, FamilyGroup, Model, RunView, ScenarioGroup,
+    self, AgentView, CaseSlot, Chip, Counts, FamilyGroup, Model, Row, RunView, ScenarioGroup,
 };
 use crate::run::{CaseJson, ProfileInfo};
 use crate::transcript::{Frame, Line, Transcript};
@@ -206,13 +207,27 @@ impl AgentPage<'_> {
         family
             .scenarios
             .iter()
-            .map_while(|span| match self.agent.scenario(self.cases, span) {
-                Ok(group) => Some(group),
-                Err(e) => {
-                    self.failed.borrow_mut().get_or_insert(e);
-                    None
-                }
+            .map_while(|span| self.keep_error(self.agent.scenario(self.cases, span)))
+    }
+
+    /// The rows of `group`, each made when the template reaches it: a scenario's rows are never
+    /// all in memory, however many cases it has.
+    fn rows<'g>(&'g self, group: &'g ScenarioGroup) -> impl Iterator<Item = Cow<'g, Row>> + 'g {
+        let rest = group
+            .rest
+            .clone()
+            .map_while(|pos| self.keep_error(self.agent.row(self.cases, pos)))
+            .map(Cow::Owned);
+        group.first.iter().map(Cow::Borrowed).chain(rest)
+    }
+
+    /// The value, or `None` with the error kept for [`write_agent_page`] (the first one).
+    fn keep_error<T>(&self, result: Result<T, ReportError>) -> Option<T> {
+        result
+            .map_err(|e| {
+                self.failed.borrow_mut().get_or_insert(e);
             })
+            .ok()
     }
 }
 

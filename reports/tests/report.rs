@@ -441,3 +441,42 @@ fn junit_is_written_byte_for_byte_as_quick_junit_writes_it() {
         assert_eq!(again, xml);
     }
 }
+
+#[test]
+fn a_scenario_of_many_cases_has_a_row_for_each_in_order() {
+    // Its rows are made one at a time as the page is written (a scenario can have any number
+    // of cases): every one must still be there, under the scenario's one heading, in id order.
+    let mut run = load("reference");
+    let each = run
+        .run
+        .cases
+        .iter()
+        .find(|c| c.id == "acme@1.0/exec-each[run]")
+        .expect("the fixture's each scenario")
+        .clone();
+    for i in 0..40 {
+        let mut case = each.clone();
+        case.id = format!("acme@1.0/exec-each[o{i}]");
+        run.run.cases.push(case);
+    }
+    let mut ids: Vec<String> = run
+        .run
+        .cases
+        .iter()
+        .filter(|c| c.scenario() == "exec-each" && c.agent == "acme")
+        .map(|c| c.short_id().trim_start_matches("exec-each").to_owned())
+        .collect();
+    ids.sort();
+    assert_eq!(ids.len(), 42);
+    let (_dir, pages) = written(&[run]);
+    let agent = page(&pages, "acp-reference-client-0.1.0/acme-1.0.html");
+    assert_eq!(agent.matches("<code>exec-each</code>").count(), 1);
+    assert_eq!(agent.matches(" option\">").count(), ids.len());
+    let mut from = agent.find("<code>exec-each</code>").unwrap();
+    for label in &ids {
+        let at = agent[from..]
+            .find(&format!("<code>{label}</code>"))
+            .unwrap_or_else(|| panic!("no row {label} after the one before it"));
+        from += at;
+    }
+}

@@ -92,16 +92,28 @@ pub struct ScenarioSpan {
     pub attention: bool,
 }
 
-/// The cases of one scenario with their rows (made from the cases, one scenario at a time).
+/// The cases of one scenario: what its header shows (from its first case) and its first row;
+/// the other rows are made one at a time as the page is written ([`AgentView::row`]), since a
+/// scenario can have any number of cases (an `each` expansion, or the same options run again).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScenarioGroup {
     pub scenario: String,
     pub family: Option<Family>,
     pub title: String,
     pub file: String,
-    pub rows: Vec<Row>,
+    /// The row of the scenario's first case (`None` for a scenario without cases).
+    pub first: Option<Row>,
+    /// Positions in [`AgentView::cases`] of its other cases.
+    pub rest: std::ops::Range<u32>,
     /// True if any of its cases needs attention.
     pub attention: bool,
+}
+
+impl ScenarioGroup {
+    /// How many cases (rows) the scenario has.
+    pub fn case_count(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
 }
 
 /// A trial a person should look at, with direct links.
@@ -184,35 +196,42 @@ impl AgentView {
         run.case(slot.case as usize)
     }
 
-    /// The rows of one scenario, from its cases read from `run`.
+    /// The header and first row of one scenario, from its first case read from `run`.
     pub fn scenario(
         &self,
         run: &LoadedRun,
         span: &ScenarioSpan,
     ) -> Result<ScenarioGroup, ReportError> {
-        let mut group: Option<ScenarioGroup> = None;
-        for pos in span.cases.clone() {
-            let slot = self.cases[pos as usize];
-            let case = self.case(run, slot)?;
-            let row = row(&case, &slot.page(&case), &self.columns, pos as usize);
-            let group = group.get_or_insert_with(|| ScenarioGroup {
-                scenario: case.scenario().to_owned(),
-                family: case.family,
-                title: case.title.clone(),
-                file: case.file.clone(),
-                rows: Vec::new(),
+        let mut rest = span.cases.clone();
+        let Some(pos) = rest.next() else {
+            return Ok(ScenarioGroup {
+                scenario: String::new(),
+                family: None,
+                title: String::new(),
+                file: String::new(),
+                first: None,
+                rest,
                 attention: span.attention,
             });
-            group.rows.push(row);
-        }
-        Ok(group.unwrap_or(ScenarioGroup {
-            scenario: String::new(),
-            family: None,
-            title: String::new(),
-            file: String::new(),
-            rows: Vec::new(),
+        };
+        let slot = self.cases[pos as usize];
+        let case = self.case(run, slot)?;
+        Ok(ScenarioGroup {
+            scenario: case.scenario().to_owned(),
+            family: case.family,
+            title: case.title.clone(),
+            file: case.file.clone(),
+            first: Some(row(&case, &slot.page(&case), &self.columns, pos as usize)),
+            rest,
             attention: span.attention,
-        }))
+        })
+    }
+
+    /// The row of the case at position `pos` of [`AgentView::cases`], read from `run`.
+    pub fn row(&self, run: &LoadedRun, pos: u32) -> Result<Row, ReportError> {
+        let slot = self.cases[pos as usize];
+        let case = self.case(run, slot)?;
+        Ok(row(&case, &slot.page(&case), &self.columns, pos as usize))
     }
 }
 
