@@ -168,6 +168,10 @@ pub fn compile(text: &str) -> Result<Compiled, serde_json::Error> {
     let mut c = Compiler {
         // Compact text is about as long as the text written (no longer, but for numbers).
         out: Vec::with_capacity(text.len()),
+        // Room for a frame's depth and keys at once rather than growing them step by step (a
+        // `tool_call_update` holds up to 13 keys at once, 6 deep).
+        path: Vec::with_capacity(16),
+        keys: Vec::with_capacity(16),
         ..Compiler::default()
     };
     let mut de = serde_json::Deserializer::from_str(text);
