@@ -45,7 +45,9 @@ impl<'a> SourceText<'a> {
 
     /// 1-based line of a byte offset.
     pub fn line(&self, offset: usize) -> usize {
-        self.line_col(offset).0
+        // The line alone needs no column (no character count): every step asks for its line.
+        self.line_starts
+            .partition_point(|&s| s <= offset.min(self.text.len()))
     }
 }
 

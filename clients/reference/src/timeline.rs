@@ -51,36 +51,42 @@ struct Item {
 }
 
 impl Item {
-    fn view(&self) -> ItemView {
+    /// What the view shows that can change: its type, status and title, borrowed from the call.
+    fn shown_parts(&self) -> (Subject, &str, &str) {
         let status = match self.local_status {
-            Some(local) => local.to_owned(),
+            Some(local) => local,
             None => self
                 .call
                 .get("status")
                 .and_then(Value::as_str)
-                .unwrap_or("pending")
-                .to_owned(),
+                .unwrap_or("pending"),
         };
         let title = match self.call.get("title").and_then(Value::as_str) {
-            Some(title) => title.to_owned(),
+            Some(title) => title,
             // Announced without a title (sparse update or request first): show the id.
-            None => self.tool_call_id.clone(),
+            None => &self.tool_call_id,
         };
-        ItemView {
-            session_id: self.session_id.clone(),
-            tool_call_id: self.tool_call_id.clone(),
-            item_type: self.retyped.unwrap_or_else(|| classify(&self.call)),
-            status,
-            title,
-        }
+        let item_type = self.retyped.unwrap_or_else(|| classify(&self.call));
+        (item_type, status, title)
     }
 
-    /// Recompute the view; `Some` if it differs from the last one reported.
+    /// Recompute the view; `Some` if it differs from the last one reported. Compared before
+    /// anything is copied: most updates of a streaming tool call change nothing shown.
     fn refresh(&mut self) -> Option<ItemView> {
-        let view = self.view();
-        if self.shown.as_ref() == Some(&view) {
+        let (item_type, status, title) = self.shown_parts();
+        if let Some(shown) = &self.shown
+            && (shown.item_type, shown.status.as_str(), shown.title.as_str())
+                == (item_type, status, title)
+        {
             return None;
         }
+        let view = ItemView {
+            session_id: self.session_id.clone(),
+            tool_call_id: self.tool_call_id.clone(),
+            item_type,
+            status: status.to_owned(),
+            title: title.to_owned(),
+        };
         self.shown = Some(view.clone());
         Some(view)
     }
@@ -93,19 +99,19 @@ impl Item {
     }
 }
 
-/// Merge one announcement into an effective tool call.
-fn merge(call: &mut Map<String, Value>, update: &Map<String, Value>) {
+/// Merge one announcement into an effective tool call (its fields are moved in).
+fn merge(call: &mut Map<String, Value>, update: Map<String, Value>) {
     for (key, value) in update {
         if value.is_null() || key == "sessionUpdate" {
             continue;
         }
         if key == "kind"
-            && !is_specific_kind(value)
+            && !is_specific_kind(&value)
             && call.get("kind").is_some_and(is_specific_kind)
         {
             continue;
         }
-        call.insert(key.clone(), value.clone());
+        call.insert(key, value);
     }
 }
 
@@ -148,6 +154,18 @@ impl Timeline {
         update: &Map<String, Value>,
         turn: u64,
     ) -> Option<ItemView> {
+        self.announce_moved(session_id, tool_call_id, update.clone(), turn)
+    }
+
+    /// [`Self::announce`] with the update's fields moved into the item instead of copied (the
+    /// client's `session/update`s: a streaming tool call's content comes with every update).
+    pub fn announce_moved(
+        &mut self,
+        session_id: &str,
+        tool_call_id: &str,
+        update: Map<String, Value>,
+        turn: u64,
+    ) -> Option<ItemView> {
         let position = match self.position(session_id, tool_call_id) {
             Some(position) => position,
             None => {
@@ -172,14 +190,13 @@ impl Timeline {
             }
         };
         let item = &mut self.items[position];
-        merge(&mut item.call, update);
         if let Some(kind) = update.get("kind").filter(|k| is_specific_kind(k)) {
             let kind = kind.as_str().unwrap_or_default().to_owned();
             if !item.kinds.contains(&kind) {
                 item.kinds.push(kind);
             }
         }
-        for place in places_of(update) {
+        for place in places_of(&update) {
             if !item.places.contains(&place) {
                 item.places.push(place);
             }
@@ -188,6 +205,7 @@ impl Timeline {
             // The agent's own status replaces any status the client set itself.
             item.local_status = None;
         }
+        merge(&mut item.call, update);
         if item.is_finished() {
             // flip-on-approval: the retype lasts while the call runs (no-op for the reference).
             item.retyped = None;

@@ -10,7 +10,6 @@
 
 use std::fmt;
 use std::fmt::Write as _;
-use std::hash::{Hash, Hasher};
 use std::ops::Range;
 
 use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
@@ -169,6 +168,10 @@ pub fn compile(text: &str) -> Result<Compiled, serde_json::Error> {
     let mut c = Compiler {
         // Compact text is about as long as the text written (no longer, but for numbers).
         out: Vec::with_capacity(text.len()),
+        // Room for a frame's depth and keys at once rather than growing them step by step (a
+        // `tool_call_update` holds up to 13 keys at once, 6 deep).
+        path: Vec::with_capacity(16),
+        keys: Vec::with_capacity(16),
         ..Compiler::default()
     };
     let mut de = serde_json::Deserializer::from_str(text);
@@ -196,6 +199,14 @@ pub fn compile(text: &str) -> Result<Compiled, serde_json::Error> {
     })
 }
 
+/// One step of [`Compiler::path`].
+#[derive(Clone)]
+enum Segment {
+    /// A key, as its token in the compact text (quotes included).
+    Key(Range<usize>),
+    Index(usize),
+}
+
 #[derive(Default)]
 struct Compiler {
     out: Vec<u8>,
@@ -203,11 +214,12 @@ struct Compiler {
     uses: Vec<VarUse>,
     /// The first template error, in document order.
     error: Option<ValueTemplateError>,
-    /// JSON pointer of the node being read.
-    pointer: String,
-    /// Hashes of the keys of the objects being read, innermost last (a repeat is looked for
-    /// among its own object's keys only).
-    keys: Vec<u64>,
+    /// Where the node being read is: its keys and indices from the root. The JSON pointer is
+    /// built from it only for a string that holds a template (most strings hold none).
+    path: Vec<Segment>,
+    /// The keys of the objects being read, innermost last, as their tokens in `out` (a repeat
+    /// is looked for among its own object's keys only: equal keys write equal tokens).
+    keys: Vec<Range<usize>>,
     /// The text cannot be mirrored exactly (see the module doc).
     mirrorless: bool,
 }
@@ -230,11 +242,12 @@ impl Compiler {
             }
         };
         let whole = pieces.len() == 1;
+        let pointer = self.pointer();
         let mut kind = HoleKind::Splice;
         for p in pieces {
             if let Piece::Var { name, .. } = p {
                 if whole {
-                    kind = if name == "id" && self.pointer == "/id" {
+                    kind = if name == "id" && pointer == "/id" {
                         HoleKind::FreshId
                     } else {
                         HoleKind::Whole
@@ -243,7 +256,7 @@ impl Compiler {
                 self.uses.push(VarUse {
                     name: name.to_owned(),
                     whole,
-                    pointer: self.pointer.clone(),
+                    pointer: pointer.clone(),
                     in_key: false,
                 });
             }
@@ -256,15 +269,46 @@ impl Compiler {
 
     /// A key of the object whose keys start at `first`: written, and checked for a repeat.
     fn key(&mut self, k: &str, first: usize) {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        k.hash(&mut h);
-        let h = h.finish();
+        let start = self.out.len();
+        write_json(&mut self.out, k);
+        let token = start..self.out.len();
+        let written = &self.out[token.clone()];
         // A template in a key may fill to a repeat of another key.
-        if k.contains("${") || self.keys[first..].contains(&h) {
+        if k.contains("${")
+            || self.keys[first..]
+                .iter()
+                .any(|r| &self.out[r.clone()] == written)
+        {
             self.mirrorless = true;
         }
-        self.keys.push(h);
-        write_json(&mut self.out, k);
+        self.keys.push(token.clone());
+        self.path.push(Segment::Key(token));
+    }
+
+    /// The JSON pointer of the node being read (RFC 6901: `~` and `/` escaped in keys).
+    fn pointer(&self) -> String {
+        let mut pointer = String::new();
+        for segment in &self.path {
+            match segment {
+                Segment::Index(i) => {
+                    let _ = write!(pointer, "/{i}");
+                }
+                Segment::Key(token) => {
+                    // The token is the key written by serde_json: read it back the same way.
+                    let key: String =
+                        serde_json::from_slice(&self.out[token.clone()]).unwrap_or_default();
+                    pointer.push('/');
+                    for ch in key.chars() {
+                        match ch {
+                            '~' => pointer.push_str("~0"),
+                            '/' => pointer.push_str("~1"),
+                            ch => pointer.push(ch),
+                        }
+                    }
+                }
+            }
+        }
+        pointer
     }
 }
 
@@ -296,15 +340,6 @@ impl<'de> Visitor<'de> for Key<'_> {
     fn visit_str<E>(self, k: &str) -> Result<(), E> {
         let Key(c, first) = self;
         c.key(k, first);
-        // The pointer of the key's value.
-        c.pointer.push('/');
-        for ch in k.chars() {
-            match ch {
-                '~' => c.pointer.push_str("~0"),
-                '/' => c.pointer.push_str("~1"),
-                ch => c.pointer.push(ch),
-            }
-        }
         Ok(())
     }
 }
@@ -341,16 +376,15 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<bool, A::Error> {
         let c = self.0;
-        let parent = c.pointer.len();
         c.out.push(b'[');
         let mut i = 0usize;
         loop {
             if i > 0 {
                 c.out.push(b',');
             }
-            let _ = write!(c.pointer, "/{i}");
+            c.path.push(Segment::Index(i));
             let more = seq.next_element_seed(Node(c))?.is_some();
-            c.pointer.truncate(parent);
+            c.path.pop();
             if !more {
                 if i > 0 {
                     c.out.pop();
@@ -364,14 +398,13 @@ impl<'de> Visitor<'de> for Node<'_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
         let c = self.0;
-        let parent = c.pointer.len();
         let first = c.keys.len();
         c.out.push(b'{');
         let mut n = 0usize;
         while map.next_key_seed(Key(c, first))?.is_some() {
             c.out.push(b':');
             map.next_value_seed(Node(c))?;
-            c.pointer.truncate(parent);
+            c.path.pop();
             c.out.push(b',');
             n += 1;
         }

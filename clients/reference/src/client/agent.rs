@@ -91,7 +91,7 @@ impl Client {
                 }
             }
             Incoming::Notification { method, params } => match method.as_str() {
-                "session/update" => self.on_session_update(&params),
+                "session/update" => self.on_session_update(params),
                 // MUTANT ignore-cancel-request (mrmans0n/alas#1380 review): the agent's
                 // withdrawal of a request is lost; the card stays and nobody answers it.
                 "$/cancel_request" if self.mutant == Some(Mutant::IgnoreCancelRequest) => {
@@ -147,7 +147,7 @@ impl Client {
         }
 
         // The request's toolCall is one more announcement of the tool call.
-        self.announce(session_id, tool_call_id, tool_call, turn);
+        self.announce(session_id, tool_call_id, tool_call.clone(), turn);
         if !cancelling {
             if let Some(option_id) = self.own_answer(session_id, tool_call, &options) {
                 // Decided without the user: no card, the harness sees `by: policy`.
@@ -308,7 +308,13 @@ impl Client {
         )
     }
 
-    pub(super) fn on_session_update(&mut self, params: &Value) {
+    /// Takes the notification's params by value: the timeline keeps the update's fields
+    /// (moved, not copied: a tool call's content is replaced by every update that has one).
+    pub(super) fn on_session_update(&mut self, mut params: Value) {
+        let update = params
+            .get_mut("update")
+            .and_then(Value::as_object_mut)
+            .map(std::mem::take);
         let Some(session_id) = params.get("sessionId").and_then(Value::as_str) else {
             log!("ignoring session/update without a sessionId");
             return;
@@ -317,7 +323,7 @@ impl Client {
             log!("ignoring session/update for unknown session {session_id:?}");
             return;
         };
-        let Some(update) = params.get("update").and_then(Value::as_object) else {
+        let Some(update) = update else {
             log!("ignoring session/update without an update object");
             return;
         };
@@ -345,18 +351,22 @@ impl Client {
         }
         let mutant = self.mutant;
         if let Some(session) = self.session_by_id_mut(session_id) {
-            session.history.apply(update, mutant);
+            session.history.apply(&update, mutant);
         }
         // Modes and config options the agent changed itself (client/modes.rs).
         if let Some("current_mode_update" | "config_option_update") = variant {
-            self.on_settings_update(session_id, update);
+            self.on_settings_update(session_id, &update);
             return;
         }
         // Message chunks, plans, usage, …: not part of this client's model.
         if let Some("tool_call" | "tool_call_update") =
             update.get("sessionUpdate").and_then(Value::as_str)
         {
-            let Some(tool_call_id) = update.get("toolCallId").and_then(Value::as_str) else {
+            let Some(tool_call_id) = update
+                .get("toolCallId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+            else {
                 log!("ignoring a tool call update without a string toolCallId");
                 return;
             };
@@ -368,14 +378,14 @@ impl Client {
                 && (update.get("title").is_some()
                     || update.get("status").and_then(Value::as_str) != Some("pending"))
             {
-                for dropped in self.approvals.take_tool_call(session_id, tool_call_id) {
+                for dropped in self.approvals.take_tool_call(session_id, &tool_call_id) {
                     log!(
                         "approval {} hidden: its tool call moved on",
                         dropped.request_id
                     );
                 }
             }
-            self.announce(session_id, tool_call_id, update, turn);
+            self.announce(session_id, &tool_call_id, update, turn);
         }
     }
 
@@ -385,7 +395,7 @@ impl Client {
         &mut self,
         session_id: &str,
         tool_call_id: &str,
-        fields: &serde_json::Map<String, Value>,
+        fields: serde_json::Map<String, Value>,
         turn: u64,
     ) {
         // MUTANT no-row-for-request-only (rows built from `tool_call` alone; the shape of
@@ -399,7 +409,7 @@ impl Client {
         }
         let view = self
             .timeline
-            .announce(session_id, tool_call_id, fields, turn);
+            .announce_moved(session_id, tool_call_id, fields, turn);
         self.show_item(view);
     }
 

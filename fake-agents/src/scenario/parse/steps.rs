@@ -176,7 +176,7 @@ impl Ctx<'_> {
                 let alias = r.await_.as_ref().expect("present");
                 let options = self.request(alias, "await")?;
                 // Bound values are known from here on, including in this step's cases.
-                let bind = self.pointer_vars(r.bind.as_ref())?;
+                let bind = self.pointer_vars(r.bind.as_deref())?;
                 for (name, _) in &bind {
                     self.learn(name);
                 }
@@ -236,7 +236,7 @@ impl Ctx<'_> {
             Some(m) => Some(self.json(m, "`match`", false)?),
             None => None,
         };
-        let capture = self.pointer_vars(r.capture.as_ref())?;
+        let capture = self.pointer_vars(r.capture.as_deref())?;
         // Captured values are known from here on, including in this step's reply.
         for (name, _) in &capture {
             self.learn(name);
