@@ -113,16 +113,14 @@ pub fn read_transcript(path: &Path) -> Result<Vec<Entry>> {
         if line.trim().is_empty() {
             continue;
         }
-        let mut entry: Entry = serde_json::from_str(line).with_context(|| {
+        let entry: Entry = serde_json::from_str(line).with_context(|| {
             format!(
                 "{}:{}: not a transcript entry (expected {{\"i\",\"t_us\",\"conn\",\"dir\",\"raw\"}})",
                 path.display(),
                 n + 1
             )
         })?;
-        if entry.json.is_none() && !entry.invalid_utf8 {
-            entry.json = serde_json::from_str(&entry.raw).ok();
-        }
+        // Without a `json`, the entry parses its `raw` when a check asks (`Entry::json`).
         entries.push(entry);
     }
     if entries.is_empty() {
@@ -216,8 +214,7 @@ fn case_record(path: &Path, transcript: Vec<Entry>) -> Result<(CaseRecord, Vec<S
 /// the client's first `session/new` (then `session-cwd` compares the client with itself).
 fn workspace(transcript: &[Entry], unknown: &mut Vec<String>) -> PathBuf {
     let cwd = |e: &Entry, pointer: &str| {
-        e.json
-            .as_ref()
+        e.json()
             .and_then(|j| j.pointer(pointer))
             .and_then(Value::as_str)
             .map(PathBuf::from)

@@ -228,7 +228,7 @@ fn first_hello(transcript: &[Entry]) -> Option<&Hello> {
 fn first_client_info(transcript: &[Entry]) -> Option<Value> {
     transcript.iter().find_map(|e| {
         (e.direction == Direction::ClientToAgent && e.method() == Some("initialize"))
-            .then(|| e.json.as_ref()?.get("params")?.get("clientInfo").cloned())
+            .then(|| e.json()?.get("params")?.get("clientInfo").cloned())
             .flatten()
     })
 }

@@ -202,8 +202,7 @@ impl WireOnlyUser {
             from = self.rec.visit_from(from, |entry| {
                 let answers = entry.direction == Direction::ClientToAgent
                     && entry
-                        .json
-                        .as_ref()
+                        .json()
                         .is_some_and(|j| is_response(j) && j.get("id") == Some(request));
                 if answers && answer.is_none() {
                     answer = Some(entry.index);

@@ -105,9 +105,7 @@ fn acpx_on_a_terminal_keeps_its_known_bugs() {
     let r = run_one(&reads, "claude-agent-acp@0.16/acpx-probe-cat-title");
     let approved = r.record.transcript.iter().any(|e| {
         e.direction == acp_vocab::transcript::Direction::ClientToAgent
-            && e.json
-                .as_ref()
-                .and_then(|j| j.pointer("/result/outcome/optionId"))
+            && e.json().and_then(|j| j.pointer("/result/outcome/optionId"))
                 == Some(&serde_json::json!("allow"))
     });
     assert!(

@@ -197,7 +197,7 @@ fn the_reference_client_answers_policy_seeds_by_itself() {
         .transcript
         .iter()
         .filter(|e| e.direction == acp_vocab::transcript::Direction::AdapterToHarness)
-        .filter_map(|e| e.json.as_ref())
+        .filter_map(|e| e.json())
         .collect();
     let of_type = |t: &'static str| events.iter().filter(move |e| e["type"] == t);
     let hello = of_type("hello").next().expect("hello");
@@ -232,8 +232,7 @@ fn a_remembered_grant_is_judged_with_the_turn_that_gave_it() {
         .play(&grant)
         .expect("the remembered grant approves the next read");
     let by_policy = again.record.transcript.iter().any(|e| {
-        e.json
-            .as_ref()
+        e.json()
             .is_some_and(|j| j["type"] == "approval_resolved" && j["by"] == "policy")
     });
     assert!(by_policy, "the second read was answered by the grant");
@@ -255,8 +254,7 @@ fn a_remembered_grant_is_judged_with_the_turn_that_gave_it() {
         .expect("the remembered delete is judged with its grant");
     assert!(
         approved.record.transcript.iter().any(|e| e
-            .json
-            .as_ref()
+            .json()
             .is_some_and(|j| j["type"] == "approval_resolved" && j["by"] == "policy")),
         "the delete was answered by the remembered grant"
     );
@@ -297,7 +295,7 @@ fn checked_turns_leave_the_same_prefix_as_played_turns() {
         let mut kinds: Vec<String> = transcript
             .iter()
             .map(|e| {
-                let j = e.json.clone().unwrap_or_default();
+                let j = e.json().cloned().unwrap_or_default();
                 let what = j.get("method").or_else(|| j.get("type")).cloned();
                 format!("{:?} {}", e.direction, what.unwrap_or(j["id"].clone()))
             })
@@ -319,11 +317,7 @@ fn checked_turns_leave_the_same_prefix_as_played_turns() {
     assert_eq!((indices, kinds), shape(&played));
     let prompts = checked
         .iter()
-        .filter(|e| {
-            e.json
-                .as_ref()
-                .is_some_and(|j| j["method"] == "session/prompt")
-        })
+        .filter(|e| e.json().is_some_and(|j| j["method"] == "session/prompt"))
         .count();
     assert_eq!(
         prompts, 2,
@@ -368,7 +362,7 @@ fn a_policy_seed_as_a_scenario_replays_under_its_policy() {
         .record
         .transcript
         .iter()
-        .filter_map(|e| e.json.as_ref())
+        .filter_map(|e| e.json())
         .collect();
     assert!(
         notes.iter().any(|j| j["type"] == "user_cancel_skipped"),

@@ -4,6 +4,7 @@
 //! Frames are recorded as raw bytes first and parsed second, so a frame that is not JSON (or not
 //! UTF-8) is still recorded verbatim and can be blamed precisely.
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -58,34 +59,36 @@ impl Direction {
 }
 
 /// One recorded frame.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// A frame is kept as its text; its JSON is parsed when first asked for ([`Entry::json`]) and
+/// kept from then on. Recording a frame costs a copy of its bytes, and a reader that needs a few
+/// facts of many frames (the judge's wire model) can read them from the text without keeping a
+/// tree of every frame ([`Entry::parse_json`]; docs/performance.md, "Frames per scenario").
+#[derive(Debug, Clone, Deserialize)]
+#[serde(from = "EntryLine")]
 pub struct Entry {
     /// Position in the transcript, starting at 0. Failure messages cite frames by this index.
-    #[serde(rename = "i")]
     pub index: usize,
     /// Microseconds since the case started (monotonic clock).
-    #[serde(rename = "t_us")]
     pub at_us: u64,
     /// Agent connection id (1 = first connection the client opened); 0 for control frames and
     /// notes.
     pub conn: u32,
-    #[serde(rename = "dir")]
     pub direction: Direction,
     /// The frame as it travelled, without its trailing newline (lossy UTF-8 if it was not UTF-8).
     pub raw: String,
-    /// The frame parsed as JSON, or `None` if it is not JSON.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub json: Option<Value>,
     /// Set when the raw bytes were not valid UTF-8 (rule #1).
-    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
     pub invalid_utf8: bool,
     /// Set on a frame the harness broke on purpose (a scenario's `fault` step): a check must
     /// not blame the client for it, nor call it the harness's schema bug. Left out when none.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub fault: Option<FaultKind>,
+    /// The frame parsed as JSON: empty until [`Entry::json`] is first called, or set when the
+    /// entry was built from a parsed value (a note, a transcript file's `json`).
+    /// Boxed: most entries of a long transcript never keep a parse, and an unboxed `Value`
+    /// would make every entry 72 bytes larger.
+    parsed_json: OnceLock<Option<Box<Value>>>,
     /// The control message this entry holds, parsed once on first use ([`Entry::control`]), so
     /// that a reader (the judge) can hand out references into it that live as long as the entry.
-    #[serde(skip)]
     pub parsed_control: ParsedControl,
 }
 
@@ -102,16 +105,146 @@ impl ParsedControl {
     }
 }
 
-impl PartialEq for ParsedControl {
-    fn eq(&self, _: &Self) -> bool {
-        true
+/// An entry as a transcript file's line holds it: the text and, when it is JSON, the parse.
+#[derive(Serialize, Deserialize)]
+struct EntryLine<'a> {
+    #[serde(rename = "i")]
+    index: usize,
+    #[serde(rename = "t_us")]
+    at_us: u64,
+    conn: u32,
+    #[serde(rename = "dir")]
+    direction: Direction,
+    raw: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    json: Option<Cow<'a, Value>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    invalid_utf8: bool,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    fault: Option<FaultKind>,
+}
+
+impl Serialize for Entry {
+    /// Writes the kept parse if there is one, else parses the text for the moment.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let json = self.parse_json();
+        EntryLine {
+            index: self.index,
+            at_us: self.at_us,
+            conn: self.conn,
+            direction: self.direction,
+            raw: Cow::Borrowed(&self.raw),
+            json,
+            invalid_utf8: self.invalid_utf8,
+            fault: self.fault,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl From<EntryLine<'_>> for Entry {
+    /// A line's `json` is kept as it is (a hand-edited transcript may disagree with its `raw`,
+    /// and its `json` is what a reader of the file sees); without one, `raw` is parsed on demand.
+    fn from(line: EntryLine<'_>) -> Self {
+        let mut entry = Entry::text(
+            line.index,
+            line.at_us,
+            line.conn,
+            line.direction,
+            line.raw.into_owned(),
+            line.invalid_utf8,
+        );
+        entry.fault = line.fault;
+        if let Some(json) = line.json {
+            entry.parsed_json = OnceLock::from(Some(Box::new(json.into_owned())));
+        }
+        entry
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.index == other.index
+            && self.at_us == other.at_us
+            && self.conn == other.conn
+            && self.direction == other.direction
+            && self.raw == other.raw
+            && self.invalid_utf8 == other.invalid_utf8
+            && self.fault == other.fault
+            && self.json() == other.json()
     }
 }
 
 impl Entry {
+    /// An entry holding a frame's text (its JSON parsed on demand).
+    pub fn text(
+        index: usize,
+        at_us: u64,
+        conn: u32,
+        direction: Direction,
+        raw: String,
+        invalid_utf8: bool,
+    ) -> Self {
+        Entry {
+            index,
+            at_us,
+            conn,
+            direction,
+            raw,
+            invalid_utf8,
+            fault: None,
+            parsed_json: OnceLock::new(),
+            parsed_control: ParsedControl::default(),
+        }
+    }
+
+    /// An entry built from a parsed value, whatever its `raw` (a note the harness wrote, a
+    /// synthetic transcript): [`Entry::json`] is `json`.
+    pub fn parsed(
+        index: usize,
+        at_us: u64,
+        conn: u32,
+        direction: Direction,
+        raw: String,
+        json: Value,
+    ) -> Self {
+        let mut entry = Entry::text(index, at_us, conn, direction, raw, false);
+        entry.parsed_json = OnceLock::from(Some(Box::new(json)));
+        entry
+    }
+
+    /// The frame parsed as JSON, or `None` if it is not JSON (or not UTF-8). Parsed on the first
+    /// call and kept with the entry: for frames read many times, or few. A reader of every frame
+    /// of a large transcript that needs only facts of it reads [`Entry::parse_json`] or the text.
+    pub fn json(&self) -> Option<&Value> {
+        self.parsed_json
+            .get_or_init(|| parse_text(&self.raw, self.invalid_utf8).map(Box::new))
+            .as_deref()
+    }
+
+    /// The frame parsed as JSON without keeping it: the kept parse if there is one, else a
+    /// parse for the moment (not shrunk: it is dropped soon).
+    pub fn parse_json(&self) -> Option<Cow<'_, Value>> {
+        match self.parsed_json.get() {
+            Some(json) => json.as_deref().map(Cow::Borrowed),
+            None if self.invalid_utf8 => None,
+            None => serde_json::from_str(&self.raw).ok().map(Cow::Owned),
+        }
+    }
+
+    /// True once the frame's JSON is kept with the entry (parsed, or given when built).
+    pub fn json_is_kept(&self) -> bool {
+        self.parsed_json.get().is_some()
+    }
+
+    /// Replaces the frame's JSON (a synthetic transcript filling in what a finding shows).
+    pub fn set_json(&mut self, json: Option<Value>) {
+        self.parsed_json = OnceLock::from(json.map(Box::new));
+    }
+
     /// `method` of a JSON-RPC request/notification, or of nothing.
     pub fn method(&self) -> Option<&str> {
-        self.json.as_ref()?.get("method")?.as_str()
+        self.json()?.get("method")?.as_str()
     }
 
     /// The harness note this entry holds (`None` for frames, and for a note this vocabulary
@@ -120,7 +253,7 @@ impl Entry {
         if self.direction != Direction::Note {
             return None;
         }
-        Note::deserialize(self.json.as_ref()?).ok()
+        Note::deserialize(self.json()?).ok()
     }
 
     /// True for the control plane's directions: commands (`h2c`), adapter events (`c2h`) and
@@ -141,19 +274,33 @@ impl Entry {
         self.parsed_control
             .0
             .get_or_init(|| {
-                let json = self.json.as_ref()?;
-                let message = match self.direction {
-                    Direction::HarnessToAdapter => {
-                        Message::Command(Command::deserialize(json).ok()?)
-                    }
-                    Direction::AdapterToHarness | Direction::ObserverToHarness => {
-                        Message::Event(Event::deserialize(json).ok()?)
-                    }
-                    _ => return None,
+                if !self.is_control() {
+                    return None;
+                }
+                // Read from the text when it can be (no tree is kept); a text the typed reading
+                // refuses (e.g. a repeated key, which a tree resolves) is read from its tree.
+                let from_text = match self.parsed_json.get() {
+                    None if !self.invalid_utf8 => match self.direction {
+                        Direction::HarnessToAdapter => {
+                            serde_json::from_str(&self.raw).ok().map(Message::Command)
+                        }
+                        _ => serde_json::from_str(&self.raw).ok().map(Message::Event),
+                    },
+                    _ => None,
                 };
-                Some(Box::new(message))
+                from_text
+                    .or_else(|| self.control_from(self.parse_json()?.as_ref()))
+                    .map(Box::new)
             })
             .as_deref()
+    }
+
+    /// The control message of this entry's direction that `json` reads as, if any.
+    fn control_from(&self, json: &Value) -> Option<Message> {
+        Some(match self.direction {
+            Direction::HarnessToAdapter => Message::Command(Command::deserialize(json).ok()?),
+            _ => Message::Event(Event::deserialize(json).ok()?),
+        })
     }
 
     /// The control-plane event this entry holds: an adapter's (`c2h`) or an observer's (`o2h`).
@@ -211,25 +358,29 @@ impl Default for Recorder {
     }
 }
 
-/// A received frame as a transcript keeps it: the text (lossy for invalid UTF-8), its JSON if it
-/// parses (never for invalid UTF-8), and whether it was invalid UTF-8.
-pub fn decode_frame(raw: &[u8]) -> (String, Option<Value>, bool) {
+/// A frame's text parsed as JSON (never for invalid UTF-8), every object and array given
+/// exactly its entries' room: a parse kept with its entry lives as long as the transcript.
+fn parse_text(raw: &str, invalid_utf8: bool) -> Option<Value> {
+    if invalid_utf8 {
+        return None;
+    }
+    let mut json = serde_json::from_str(raw).ok()?;
+    shrink_to_fit(&mut json);
+    Some(json)
+}
+
+/// A received frame's text (lossy for invalid UTF-8) and whether it was invalid UTF-8.
+fn decode_text(raw: &[u8]) -> (String, bool) {
     match std::str::from_utf8(raw) {
-        Ok(s) => {
-            let json = serde_json::from_str(s).ok().map(|mut json| {
-                shrink_to_fit(&mut json);
-                json
-            });
-            (s.to_owned(), json, false)
-        }
-        Err(_) => (String::from_utf8_lossy(raw).into_owned(), None, true),
+        Ok(s) => (s.to_owned(), false),
+        Err(_) => (String::from_utf8_lossy(raw).into_owned(), true),
     }
 }
 
-/// Gives every object and array of `value` exactly the room its entries take. A transcript
-/// keeps every frame parsed until the case is graded, and a parsed object grows its room in
-/// steps (a 4-key object gets room for 7 entries of 112 bytes each): about a quarter of a small
-/// frame's tree is room nothing uses (docs/performance.md, "Frames per scenario").
+/// Gives every object and array of `value` exactly the room its entries take. A parsed object
+/// grows its room in steps (a 4-key object gets room for 7 entries of 112 bytes each): about a
+/// quarter of a small frame's tree is room nothing uses (docs/performance.md, "Frames per
+/// scenario").
 fn shrink_to_fit(value: &mut Value) {
     match value {
         Value::Array(items) => {
@@ -260,10 +411,11 @@ impl Recorder {
         }
     }
 
-    /// Records one frame (raw bytes without the newline) and returns its index.
+    /// Records one frame (raw bytes without the newline) and returns its index. The frame is
+    /// kept as text; its JSON is parsed when a reader asks ([`Entry::json`]).
     pub fn record(&self, conn: u32, direction: Direction, raw: &[u8]) -> usize {
-        let (raw, json, invalid_utf8) = decode_frame(raw);
-        self.push(conn, direction, raw, json, invalid_utf8)
+        let (raw, invalid_utf8) = decode_text(raw);
+        self.push(|index, at_us| Entry::text(index, at_us, conn, direction, raw, invalid_utf8))
     }
 
     /// Records a frame the harness altered on purpose (fault injection), marked with its fault.
@@ -274,15 +426,20 @@ impl Recorder {
         raw: &[u8],
         fault: FaultKind,
     ) -> usize {
-        let (raw, json, invalid_utf8) = decode_frame(raw);
-        self.push_entry(conn, direction, raw, json, invalid_utf8, Some(fault))
+        let (raw, invalid_utf8) = decode_text(raw);
+        self.push(|index, at_us| {
+            let mut entry = Entry::text(index, at_us, conn, direction, raw, invalid_utf8);
+            entry.fault = Some(fault);
+            entry
+        })
     }
 
-    /// Records a harness note.
+    /// Records a harness note (kept parsed: notes are few, and read by every check that
+    /// looks for one).
     pub fn note(&self, note: impl IntoNote) -> usize {
         let note = note.into_note_json();
         let raw = note.to_string();
-        self.push(0, Direction::Note, raw, Some(note), false)
+        self.push(|index, at_us| Entry::parsed(index, at_us, 0, Direction::Note, raw, note))
     }
 
     /// Records a control-plane command as the harness writes it.
@@ -290,40 +447,12 @@ impl Recorder {
         self.record(0, Direction::HarnessToAdapter, command.to_line().as_bytes())
     }
 
-    fn push(
-        &self,
-        conn: u32,
-        direction: Direction,
-        raw: String,
-        json: Option<Value>,
-        invalid_utf8: bool,
-    ) -> usize {
-        self.push_entry(conn, direction, raw, json, invalid_utf8, None)
-    }
-
-    fn push_entry(
-        &self,
-        conn: u32,
-        direction: Direction,
-        raw: String,
-        json: Option<Value>,
-        invalid_utf8: bool,
-        fault: Option<FaultKind>,
-    ) -> usize {
+    /// Appends the entry `build` makes of the next index and the time now.
+    fn push(&self, build: impl FnOnce(usize, u64) -> Entry) -> usize {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let index = inner.taken + inner.entries.len();
         let at_us = inner.started.elapsed().as_micros() as u64;
-        inner.entries.push(Entry {
-            index,
-            at_us,
-            conn,
-            direction,
-            raw,
-            json,
-            invalid_utf8,
-            fault,
-            parsed_control: ParsedControl::default(),
-        });
+        inner.entries.push(build(index, at_us));
         index
     }
 
@@ -395,7 +524,8 @@ mod tests {
         let entries = rec.snapshot();
         assert_eq!((a, b, c), (0, 1, 2));
         assert_eq!(entries[0].method(), Some("x"));
-        assert!(entries[1].json.is_none());
+        assert!(entries[1].json().is_none());
+        assert!(entries[2].json().is_none());
         assert!(entries[2].invalid_utf8);
         assert!(entries[0].at_us <= entries[2].at_us);
     }
@@ -403,12 +533,17 @@ mod tests {
     #[test]
     fn a_frame_is_kept_parsed_with_its_keys_in_order() {
         let raw = br#"{"b":1,"a":{"d":[1,{"z":0,"y":[]}],"c":null,"e":"x","f":2}}"#;
-        let (text, json, invalid) = decode_frame(raw);
-        let json = json.expect("JSON");
-        assert_eq!(text.as_bytes(), raw);
-        assert!(!invalid);
+        let rec = Recorder::new();
+        rec.record(1, Direction::AgentToClient, raw);
+        let entry = rec.take().remove(0);
+        assert_eq!(entry.raw.as_bytes(), raw);
+        assert!(!entry.invalid_utf8);
+        assert!(!entry.json_is_kept(), "recorded as text");
+        assert_eq!(entry.parse_json().as_deref(), entry.json());
+        assert!(entry.json_is_kept(), "kept once asked for");
+        let json = entry.json().expect("JSON");
         assert_eq!(json.to_string().as_bytes(), raw, "same keys, same order");
-        assert_eq!(json, serde_json::from_slice::<Value>(raw).unwrap());
+        assert_eq!(json, &serde_json::from_slice::<Value>(raw).unwrap());
     }
 
     #[test]

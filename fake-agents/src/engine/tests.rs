@@ -332,7 +332,7 @@ async fn full_permission_flow_and_transcript() {
     );
     let branch = notes(&rec, "branch");
     assert_eq!(branch.len(), 1);
-    assert_eq!(branch[0].json.as_ref().unwrap()["case"], 2);
+    assert_eq!(branch[0].json().unwrap()["case"], 2);
 }
 
 /// Plays the permission flow up to the answer and returns the branch the agent took.
@@ -462,7 +462,7 @@ timeout_ms = 50
     }
     let timeouts = notes(&rec, "step_timeout");
     assert_eq!(timeouts.len(), 1);
-    assert_eq!(timeouts[0].json.as_ref().unwrap()["step"], 2);
+    assert_eq!(timeouts[0].json().unwrap()["step"], 2);
 }
 
 #[tokio::test]
@@ -579,7 +579,7 @@ async fn bad_lines_are_recorded_and_never_matched() {
     assert_eq!(out.end, RunEnd::Completed);
     let entries = rec.snapshot();
     assert_eq!(entries[0].raw, "garbage {");
-    assert!(entries[0].json.is_none());
+    assert!(entries[0].json().is_none());
     assert_eq!(entries[1].direction, Direction::ClientToAgent);
 }
 
@@ -694,10 +694,7 @@ reply = '{"stopReason":"end_turn"}'
     let kinds: Vec<String> = entries
         .iter()
         .map(|e| match e.direction {
-            Direction::Note => format!(
-                "note:{}",
-                e.json.as_ref().unwrap()["kind"].as_str().unwrap_or("")
-            ),
+            Direction::Note => format!("note:{}", e.json().unwrap()["kind"].as_str().unwrap_or("")),
             _ => e.method().unwrap_or(&e.raw).to_owned(),
         })
         .collect();
@@ -814,12 +811,12 @@ async fn on_timeout_runs_when_the_message_never_comes() {
         !rec.snapshot()
             .iter()
             .any(|e| e.direction == Direction::AgentToClient
-                && e.json.as_ref().is_some_and(|j| j["method"] == "end")),
+                && e.json().is_some_and(|j| j["method"] == "end")),
         "steps after an on_timeout branch must not run"
     );
     let branch = notes(&rec, "branch");
     assert_eq!(branch.len(), 1);
-    let note = branch[0].json.as_ref().unwrap();
+    let note = branch[0].json().unwrap();
     assert_eq!(note["case"], "on_timeout");
     assert_eq!(note["step"], "4");
     assert!(notes(&rec, "step_timeout").is_empty());
@@ -848,7 +845,7 @@ send = '{"jsonrpc":"2.0","method":"end"}'
     assert_eq!(out.end, RunEnd::Completed);
     let branch = notes(&rec, "branch");
     assert_eq!(branch.len(), 1);
-    let note = branch[0].json.as_ref().unwrap();
+    let note = branch[0].json().unwrap();
     assert_eq!(note["case"], "on_timeout");
     assert_eq!(
         note["answer"],

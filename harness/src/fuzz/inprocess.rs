@@ -93,17 +93,9 @@ impl Log {
         parsed_control: ParsedControl,
     ) -> usize {
         let index = self.entries.len();
-        self.entries.push(Entry {
-            index,
-            at_us: index as u64,
-            conn,
-            direction,
-            raw: String::new(),
-            json: Some(json),
-            invalid_utf8: false,
-            fault: None,
-            parsed_control,
-        });
+        let mut entry = Entry::parsed(index, index as u64, conn, direction, String::new(), json);
+        entry.parsed_control = parsed_control;
+        self.entries.push(entry);
         index
     }
 
@@ -312,16 +304,12 @@ fn grade(turn: &PermissionTurn, log: Log) -> Result<(), String> {
 /// Gives an entry of a turn with a finding what a recorded entry has: a control message its
 /// JSON (recorded as a placeholder, see [`Log::control`]), every entry its raw text.
 fn with_text(entry: &mut Entry) {
-    if entry.json == Some(Value::Null) {
+    if entry.json() == Some(&Value::Null) {
         if let Some(json) = entry.control().and_then(|m| serde_json::to_value(m).ok()) {
-            entry.json = Some(json);
+            entry.set_json(Some(json));
         }
     }
-    entry.raw = entry
-        .json
-        .as_ref()
-        .map(Value::to_string)
-        .unwrap_or_default();
+    entry.raw = entry.json().map(Value::to_string).unwrap_or_default();
 }
 
 fn record(transcript: Vec<Entry>) -> CaseRecord {

@@ -48,7 +48,7 @@ impl WireView {
     }
 
     fn learn(&mut self, entry: &Entry) {
-        let Some(json) = &entry.json else { return };
+        let Some(json) = entry.json() else { return };
         let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
         match (entry.direction, entry.method(), json.get("id")) {
             (Direction::AgentToClient, Some("session/request_permission"), Some(id)) => {

@@ -18,7 +18,15 @@ pub(super) fn files_after(
         if entry.direction != Direction::AgentToClient {
             continue;
         }
-        let Some(json) = &entry.json else { continue };
+        // Most agent frames are not file requests: read only those whose text can name one (a
+        // frame without a `\` holds its strings as written), and keep no parse of any frame.
+        if !entry.raw.contains("_text_file") && !entry.raw.contains('\\') {
+            continue;
+        }
+        let Some(json) = entry.parse_json() else {
+            continue;
+        };
+        let json = json.as_ref();
         let method = json.get("method").and_then(Value::as_str);
         if !matches!(method, Some("fs/write_text_file" | "fs/read_text_file")) {
             continue;

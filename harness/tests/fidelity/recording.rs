@@ -165,7 +165,7 @@ pub fn emitted(transcript: &[Entry]) -> Vec<Frame> {
     let mut asked: Vec<(u32, String, String)> = Vec::new();
     let mut frames = Vec::new();
     for entry in transcript {
-        let Some(json) = entry.json.as_ref() else {
+        let Some(json) = entry.json() else {
             continue;
         };
         let method = json.get("method").and_then(Value::as_str);

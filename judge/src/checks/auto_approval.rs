@@ -213,10 +213,7 @@ fn effective_kinds(model: &WireModel<'_>, request: &PermissionRequest<'_>) -> Ve
             if frame > request.index {
                 break;
             }
-            let kind = model
-                .tool_fields(frame)
-                .and_then(|f| f.get("kind"))
-                .and_then(Value::as_str);
+            let kind = model.tool_fields(frame).and_then(|f| f.kind);
             if let Some(kind) = kind.filter(|k| is_specific_kind(k)) {
                 if !kinds.iter().any(|k| k.kind == kind) {
                     kinds.push(Kind {
@@ -266,7 +263,7 @@ fn locations(model: &WireModel<'_>, request: &PermissionRequest<'_>) -> Vec<(Str
                 break;
             }
             if let Some(fields) = model.tool_fields(frame) {
-                add(fields, frame);
+                add(&fields.tree(), frame);
             }
         }
     } else if let Some(fields) = request.tool_call {

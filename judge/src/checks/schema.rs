@@ -61,11 +61,12 @@ impl Check for Schema {
                 ),
                 MsgKind::Notification { method } => (
                     format!("{method} notification params"),
+                    // A compact frame (the bulk of updates) is parsed for the moment.
                     validate(
                         msg.from,
                         PayloadKind::NotificationParams,
                         method,
-                        msg.params(),
+                        msg.params_now().as_deref(),
                     ),
                 ),
                 MsgKind::Response {

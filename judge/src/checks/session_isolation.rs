@@ -181,7 +181,7 @@ fn check_item_state<'m>(model: &WireModel<'m>, problems: &mut Problems) {
                     .iter()
                     .take_while(|&&f| f < event.index)
                     .filter_map(|&f| model.tool_fields(f))
-                    .any(|fields| fields.get(field).and_then(Value::as_str) == Some(shown));
+                    .any(|fields| fields.string(field) == Some(shown));
                 if previous.is_some() && before == Some(shown) || shown == own_value || own_said {
                     continue;
                 }
@@ -197,11 +197,7 @@ fn check_item_state<'m>(model: &WireModel<'m>, problems: &mut Problems) {
                         .filter(|&f| f < event.index)
                         .collect();
                     let said = before.iter().rev().copied().find(|&f| {
-                        model
-                            .tool_fields(f)
-                            .and_then(|fields| fields.get(field))
-                            .and_then(Value::as_str)
-                            == Some(shown)
+                        model.tool_fields(f).and_then(|fields| fields.string(field)) == Some(shown)
                     });
                     let theirs = model.described_before(other, tool_call_id, event.index);
                     let value = if field == "status" {

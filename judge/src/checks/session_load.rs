@@ -18,6 +18,8 @@
 //! the agent advertised `loadSession` at all is the `initialize` check's (R25, R28); an agent
 //! version that advertises no `loadSession` leaves nothing here to grade.
 
+use std::borrow::Cow;
+
 use acp_vocab::control::{Command, Event, HistoryEntry, HistoryKind, SessionLoaded};
 use acp_vocab::transcript::Direction;
 use serde_json::Value;
@@ -75,13 +77,14 @@ impl Check for SessionLoad {
                 .first()
                 .and_then(|&i| model.msg(i));
             let end = answer.map_or(usize::MAX, |a| a.index);
-            let replay: Vec<(usize, &Value)> = model
+            // A replayed tool call update may be read from its text: its tree is parsed here.
+            let replay: Vec<(usize, Cow<'_, Value>)> = model
                 .msgs
                 .iter()
                 .filter(|m| m.index > load.index && m.index < end)
                 .filter(|m| m.from == Side::Agent && m.is_notification_for("session/update"))
                 .filter(|m| m.params_session_id() == Some(session_id))
-                .filter_map(|m| Some((m.index, m.params()?.get("update")?)))
+                .filter_map(|m| Some((m.index, m.tool_fields()?.tree())))
                 .collect();
             let Some(answer) = answer else {
                 continue; // never answered: the run did not finish, nothing to compare
@@ -110,7 +113,7 @@ impl Check for SessionLoad {
                         "session/load #{} of {session_id:?} was answered at #{} with {} replayed entries, but the client never showed the session loaded (no session_loaded event).",
                         load.index,
                         answer.index,
-                        fold(replay.iter().map(|(_, u)| *u)).len()
+                        fold(replay.iter().map(|(_, u)| u.as_ref())).len()
                     ),
                     &[load.index, answer.index],
                 );
@@ -121,7 +124,7 @@ impl Check for SessionLoad {
             frames.extend([answer.index, shown_at]);
             compare(
                 &mut problems,
-                &fold(replay.iter().map(|(_, u)| *u)),
+                &fold(replay.iter().map(|(_, u)| u.as_ref())),
                 loaded,
                 shown_at,
                 &frames,

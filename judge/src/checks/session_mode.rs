@@ -189,7 +189,12 @@ impl Check for SessionMode {
                             continue;
                         }
                         let sid = msg.params_session_id().unwrap_or_default();
-                        let field = |k: &str| msg.tool_fields().and_then(|u| u.get(k));
+                        // Mode and option updates are never compact: their tree is kept.
+                        let field = |k: &str| {
+                            msg.tool_fields()
+                                .and_then(|u| u.parsed())
+                                .and_then(|u| u.get(k))
+                        };
                         let state = sessions.entry(sid.to_owned()).or_default();
                         if variant == Some("current_mode_update") {
                             if let Some(m) = field("currentModeId").and_then(Value::as_str) {

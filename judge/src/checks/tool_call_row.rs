@@ -121,11 +121,7 @@ fn announcement(model: &WireModel<'_>, index: usize) -> &'static str {
     if msg.method() == Some("session/request_permission") {
         return "only by this permission request";
     }
-    match model
-        .tool_fields(index)
-        .and_then(|u| u.get("sessionUpdate"))
-        .and_then(|s| s.as_str())
-    {
+    match model.tool_fields(index).and_then(|u| u.session_update) {
         Some("tool_call") => "by tool_call",
         _ => "by a tool_call_update",
     }

@@ -3,8 +3,12 @@
 //! [`MsgKind::Invalid`] with the reason. Payloads are the schema check's business
 //! ([`crate::acp_schema`]).
 
+use std::borrow::Cow;
+
 use acp_vocab::transcript::Entry;
 use serde_json::Value;
+
+use super::tool_fields::{ToolFields, compact_update};
 
 /// The sender of a message on the ACP wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -76,18 +80,25 @@ pub struct WireMsg<'a> {
     pub fault: Option<&'a str>,
     /// `params` of a request or notification, looked up once: every check reads it, and a
     /// lookup in the frame's tree is a walk through memory nothing else is near (at 10⁵ frames
-    /// the checks spent most of their time there; docs/performance.md).
+    /// the checks spent most of their time there; docs/performance.md). `None` for a frame read
+    /// from its text ([`WireMsg::is_compact`]).
     params: Option<&'a Value>,
+    /// `params.sessionId` of a request or notification, if a string.
+    session_id: Option<&'a str>,
     /// The `ToolCall`/`ToolCallUpdate` object a frame carries: the `update` of a
     /// `session/update`, the `toolCall` of a `session/request_permission`.
-    tool_fields: Option<&'a Value>,
+    tool_fields: Option<ToolFields<'a>>,
     /// `params.update.sessionUpdate` of a `session/update`, if a string.
     update_variant: Option<&'a str>,
+    /// Read from its text, with no tree kept (a `tool_call`/`tool_call_update` notification).
+    compact: bool,
 }
 
 impl<'a> WireMsg<'a> {
+    /// The frame's tree (parsed and kept with its entry on first use: for frames other than the
+    /// bulk of updates, which are read from their text; see [`WireMsg::is_compact`]).
     pub fn json(&self) -> Option<&'a Value> {
-        self.entry.json.as_ref()
+        self.entry.json()
     }
 
     /// `method` of a request or notification.
@@ -99,12 +110,17 @@ impl<'a> WireMsg<'a> {
     }
 
     /// Classifies one wire entry (see [`classify`]) and looks up once what the checks read of
-    /// every frame.
+    /// every frame. An agent's `tool_call`/`tool_call_update` notification, the bulk of a long
+    /// transcript, is read from its text and keeps no tree (docs/performance.md, "Frames per
+    /// scenario"); every other frame is parsed and its tree kept with the entry.
     pub fn new(entry: &'a Entry, from: Side, fault: Option<&'a str>) -> Self {
+        if let Some(msg) = Self::compact(entry, from, fault) {
+            return msg;
+        }
         let kind = classify(entry);
         let params = match kind {
             MsgKind::Request { .. } | MsgKind::Notification { .. } => {
-                entry.json.as_ref().and_then(|json| json.get("params"))
+                entry.json().and_then(|json| json.get("params"))
             }
             _ => None,
         };
@@ -114,13 +130,17 @@ impl<'a> WireMsg<'a> {
         };
         let (tool_fields, update_variant) = match method {
             Some("session/update") => {
-                let update = params.and_then(|p| p.get("update"));
-                let variant = update
-                    .and_then(|u| u.get("sessionUpdate"))
-                    .and_then(Value::as_str);
-                (update, variant)
+                let update = params
+                    .and_then(|p| p.get("update"))
+                    .map(ToolFields::from_tree);
+                (update, update.and_then(|u| u.session_update))
             }
-            Some("session/request_permission") => (params.and_then(|p| p.get("toolCall")), None),
+            Some("session/request_permission") => (
+                params
+                    .and_then(|p| p.get("toolCall"))
+                    .map(ToolFields::from_tree),
+                None,
+            ),
             _ => (None, None),
         };
         WireMsg {
@@ -131,25 +151,74 @@ impl<'a> WireMsg<'a> {
             kind,
             fault,
             params,
+            session_id: params
+                .and_then(|p| p.get("sessionId"))
+                .and_then(Value::as_str),
             tool_fields,
             update_variant,
+            compact: false,
         }
     }
 
-    /// `params` of a request or notification (absent → `None`).
+    /// An agent's `tool_call`/`tool_call_update` notification read from its text, if it is one
+    /// and its JSON is not kept already.
+    fn compact(entry: &'a Entry, from: Side, fault: Option<&'a str>) -> Option<Self> {
+        if from != Side::Agent || entry.invalid_utf8 || entry.json_is_kept() {
+            return None;
+        }
+        let update = compact_update(&entry.raw)?;
+        Some(WireMsg {
+            index: entry.index,
+            conn: entry.conn,
+            from,
+            entry,
+            kind: MsgKind::Notification {
+                method: update.method,
+            },
+            fault,
+            params: None,
+            session_id: update.session_id,
+            tool_fields: Some(update.fields),
+            update_variant: update.fields.session_update,
+            compact: true,
+        })
+    }
+
+    /// True for a frame read from its text ([`WireMsg::new`]): [`WireMsg::params`] is `None`;
+    /// [`WireMsg::params_now`] parses it for the moment.
+    pub fn is_compact(&self) -> bool {
+        self.compact
+    }
+
+    /// `params` of a request or notification (absent → `None`; `None` for a compact frame).
     pub fn params(&self) -> Option<&'a Value> {
         self.params
     }
 
+    /// `params` of a request or notification, of any frame: a compact frame's parsed for the
+    /// moment.
+    pub fn params_now(&self) -> Option<Cow<'a, Value>> {
+        if !self.compact {
+            return self.params.map(Cow::Borrowed);
+        }
+        match self.entry.parse_json()? {
+            Cow::Borrowed(json) => json.get("params").map(Cow::Borrowed),
+            Cow::Owned(mut json) => json
+                .as_object_mut()
+                .and_then(|o| o.remove("params"))
+                .map(Cow::Owned),
+        }
+    }
+
     /// `params.sessionId` of a request or notification.
     pub fn params_session_id(&self) -> Option<&'a str> {
-        self.params?.get("sessionId")?.as_str()
+        self.session_id
     }
 
     /// The `ToolCall`/`ToolCallUpdate` object the frame carries: the `update` of a
     /// `session/update` (whatever its variant), or the `toolCall` of a
     /// `session/request_permission` request.
-    pub fn tool_fields(&self) -> Option<&'a Value> {
+    pub fn tool_fields(&self) -> Option<ToolFields<'a>> {
         self.tool_fields
     }
 
@@ -228,7 +297,7 @@ pub fn classify(entry: &Entry) -> MsgKind<'_> {
     if entry.invalid_utf8 {
         return invalid("not valid UTF-8 (R1)");
     }
-    let Some(json) = entry.json.as_ref() else {
+    let Some(json) = entry.json() else {
         return invalid("not JSON");
     };
     let obj = match json {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::permissions::pick;
 use super::{
     ControlMsg, EffectiveToolCall, MsgKind, MsgPositions, OfferedOption, PermissionRequest, Side,
-    WireModel, WireMsg, id_key,
+    ToolFields, WireModel, WireMsg, id_key,
 };
 
 /// (conn, requester side) → id key → …
@@ -93,7 +93,7 @@ impl<'a> Builder<'a> {
 
     /// A harness note.
     fn note(&mut self, entry: &'a Entry) {
-        if let Some(json) = entry.json.as_ref() {
+        if let Some(json) = entry.json() {
             self.m.notes.push((entry.index, json));
         }
     }
@@ -101,11 +101,13 @@ impl<'a> Builder<'a> {
     /// A control command or event: indexed by handle, tool call, or the permission request it
     /// is about.
     fn control(&mut self, entry: &'a Entry) {
-        if entry.json.is_none() {
+        let message = entry.control();
+        // A line that is not JSON is no control message at all (one that is JSON but no valid
+        // message is kept, with no message).
+        if message.is_none() && entry.parse_json().is_none() {
             return;
         }
         let index = entry.index;
-        let message = entry.control();
         let m = &mut self.m;
         let pos = m.controls.len();
         match message {
@@ -283,7 +285,7 @@ impl<'a> Builder<'a> {
             _ => EffectiveToolCall::new(tool_call_id.unwrap_or("")),
         };
         if let Some(fields) = tool_call {
-            effective.merge(fields, index);
+            effective.merge(ToolFields::from_tree(fields), index);
         }
         if let Some(sid) = session {
             self.perm_by_sid
@@ -334,7 +336,7 @@ impl<'a> Builder<'a> {
             return session;
         };
         let is_tool = matches!(msg.update_variant(), Some("tool_call" | "tool_call_update"));
-        if let (true, Some(tcid)) = (is_tool, update.get("toolCallId").and_then(Value::as_str)) {
+        if let (true, Some(tcid)) = (is_tool, update.tool_call_id) {
             self.push_tool_frame(sid, tcid, msg.index);
             self.running
                 .entry((msg.conn, sid, tcid))

@@ -22,6 +22,7 @@ mod index;
 mod permissions;
 mod sessions;
 mod tool_calls;
+mod tool_fields;
 
 pub use control::{ControlMsg, UserCancel};
 pub use envelope::{
@@ -29,6 +30,7 @@ pub use envelope::{
 };
 pub use permissions::{OfferedOption, PermissionAnswer, PermissionRequest};
 pub use tool_calls::{EffectiveToolCall, ExpectedSubject, Subject, is_specific_kind};
+pub use tool_fields::ToolFields;
 
 type SessionTool<'a> = (&'a str, &'a str);
 

@@ -2,9 +2,7 @@
 //! `tool_call_update` merged, then a permission request's own `toolCall`), its effective kind
 //! and the subject a client is expected to show for it.
 
-use serde_json::Value;
-
-use super::{PermissionRequest, WireModel};
+use super::{PermissionRequest, ToolFields, WireModel};
 
 /// Approval subjects and timeline item types are the vocabulary's words (CONTROL.md).
 pub use acp_vocab::control::Subject;
@@ -24,9 +22,12 @@ pub struct EffectiveToolCall<'a> {
     pub title: Option<&'a str>,
     pub kind: Option<&'a str>,
     pub status: Option<&'a str>,
-    pub content: Option<&'a Value>,
-    pub locations: Option<&'a Value>,
-    pub raw_input: Option<&'a Value>,
+    /// What the expected subject reads of the last `content`, `locations` and `rawInput`
+    /// merged: whether a content item is a diff, the locations are a non-empty array, and
+    /// `rawInput.command` is a string.
+    has_diff: bool,
+    has_locations: bool,
+    has_command: bool,
     /// How many frames were merged.
     pub merged: usize,
     /// The last frame merged.
@@ -44,28 +45,15 @@ impl<'a> EffectiveToolCall<'a> {
     }
 
     /// Merges one `ToolCall`/`ToolCallUpdate` object (a `null` field counts as absent).
-    pub fn merge(&mut self, fields: &'a Value, index: usize) {
-        // One walk over the object's entries instead of a hashed lookup per field: the checks
-        // merge every update of a tool call, several times over (a parsed object holds each key
-        // once, so the order of the walk decides nothing).
-        for (key, value) in fields.as_object().into_iter().flatten() {
-            if value.is_null() {
-                continue;
-            }
-            match key.as_str() {
-                "title" => self.title = value.as_str().or(self.title),
-                "kind" => {
-                    if let Some(kind) = value.as_str() {
-                        self.merge_kind(kind, index);
-                    }
-                }
-                "status" => self.status = value.as_str().or(self.status),
-                "content" => self.content = Some(value),
-                "locations" => self.locations = Some(value),
-                "rawInput" => self.raw_input = Some(value),
-                _ => {}
-            }
+    pub fn merge(&mut self, fields: ToolFields<'a>, index: usize) {
+        self.title = fields.title.or(self.title);
+        if let Some(kind) = fields.kind {
+            self.merge_kind(kind, index);
         }
+        self.status = fields.status.or(self.status);
+        self.has_diff = fields.content_has_diff.unwrap_or(self.has_diff);
+        self.has_locations = fields.locations_non_empty.unwrap_or(self.has_locations);
+        self.has_command = fields.raw_input_has_command.unwrap_or(self.has_command);
         self.merged += 1;
         self.last_frame = Some(index);
     }
@@ -81,24 +69,17 @@ impl<'a> EffectiveToolCall<'a> {
 
     /// `rawInput.command` is a string.
     pub fn has_command(&self) -> bool {
-        self.raw_input
-            .and_then(|r| r.get("command"))
-            .is_some_and(Value::is_string)
+        self.has_command
     }
 
     /// Some content item is a diff.
     pub fn has_diff(&self) -> bool {
-        self.content.and_then(Value::as_array).is_some_and(|c| {
-            c.iter()
-                .any(|i| i.get("type") == Some(&Value::from("diff")))
-        })
+        self.has_diff
     }
 
     /// At least one file location.
     pub fn has_locations(&self) -> bool {
-        self.locations
-            .and_then(Value::as_array)
-            .is_some_and(|l| !l.is_empty())
+        self.has_locations
     }
 
     /// True when showing `shown` instead of the expected subject is only a weaker deviation
@@ -186,7 +167,7 @@ impl<'a> WireModel<'a> {
 
     /// The `ToolCall`/`ToolCallUpdate` object carried by an agent frame: the `update` of a
     /// `session/update`, or the `toolCall` of a permission request.
-    pub fn tool_fields(&self, index: usize) -> Option<&'a Value> {
+    pub fn tool_fields(&self, index: usize) -> Option<ToolFields<'a>> {
         self.msg(index)?.tool_fields()
     }
 
@@ -217,7 +198,7 @@ impl<'a> WireModel<'a> {
             if request.tool_call_id == Some(tool_call_id) && conn.is_none_or(|c| c == request.conn)
             {
                 if let Some(fields) = request.tool_call {
-                    effective.merge(fields, at);
+                    effective.merge(ToolFields::from_tree(fields), at);
                 }
             }
         }
@@ -264,7 +245,7 @@ impl<'a> WireModel<'a> {
             let Some(fields) = self.tool_fields(i) else {
                 continue;
             };
-            let Some(kind) = fields.get("kind").and_then(Value::as_str) else {
+            let Some(kind) = fields.kind else {
                 continue;
             };
             if !is_specific_kind(kind) && current.is_some_and(is_specific_kind) {
@@ -311,7 +292,7 @@ mod tests {
     use super::*;
     use crate::wire_model::test_support::*;
     use acp_vocab::transcript::Recorder;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn effective_tool_call_merges_and_keeps_specific_kind() {
@@ -405,7 +386,7 @@ mod tests {
         ];
         for (fields, subject, specific) in cases {
             let mut e = EffectiveToolCall::new("c");
-            e.merge(&fields, 0);
+            e.merge(ToolFields::from_tree(&fields), 0);
             let x = e.expected_subject();
             assert_eq!(
                 (x.subject, x.from_specific_kind),

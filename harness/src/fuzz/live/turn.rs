@@ -160,7 +160,7 @@ fn is_response(json: &Value, id: &Value) -> bool {
 fn card_shown(entries: &[Entry], request_id: &Value) -> bool {
     entries.iter().any(|e| {
         e.direction == Direction::AdapterToHarness
-            && e.json.as_ref().is_some_and(|j| {
+            && e.json().is_some_and(|j| {
                 j.get("type").and_then(Value::as_str) == Some("approval")
                     && j.get("requestId") == Some(request_id)
             })
