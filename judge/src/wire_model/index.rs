@@ -53,14 +53,17 @@ impl<'a> WireModel<'a> {
 
 impl<'a> Builder<'a> {
     fn new(entries: &'a [Entry]) -> Self {
+        // The per-message tables get their exact room up front: grown by doubling, a table of
+        // 10^5 messages would keep room for 131,072 (docs/performance.md, "Frames per scenario").
+        let wire = entries.iter().filter(|e| e.direction.is_wire()).count();
         Builder {
             m: WireModel {
                 entries,
-                msgs: Vec::new(),
+                msgs: Vec::with_capacity(wire),
                 msg_pos: MsgPositions::for_transcript(entries.len()),
                 answers: HashMap::new(),
-                answered: Vec::new(),
-                msg_session: Vec::new(),
+                answered: Vec::with_capacity(wire),
+                msg_session: Vec::with_capacity(wire),
                 by_session: HashMap::new(),
                 unpaired_responses: Vec::new(),
                 reused_ids: Vec::new(),
