@@ -23,10 +23,6 @@ use acp_reference_client::{client, control, mutation};
 
 use mutation::Mutant;
 
-/// Every agent frame is parsed into a tree and dropped again: mimalloc makes that cheap.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 const AGENT_ENV: &str = "ACP_HARNESS_AGENT";
 
 fn usage() -> String {
