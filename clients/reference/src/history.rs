@@ -82,7 +82,9 @@ impl History {
         self.last_message_id = message_id;
     }
 
-    fn tool_call(&mut self, id: &str) {
+    /// A tool call's announcement: its entry, if the id is new (`apply` of a `tool_call` or
+    /// `tool_call_update`).
+    pub fn tool_call(&mut self, id: &str) {
         let known = self
             .entries
             .iter()

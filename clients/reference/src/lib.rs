@@ -25,3 +25,4 @@ pub mod rpc;
 pub mod subject;
 pub mod terminal;
 pub mod timeline;
+pub mod tool_update;

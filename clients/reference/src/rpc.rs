@@ -8,7 +8,10 @@
 //!   "open" until [`Connection::respond`] answers it, and a second answer is refused;
 //! * a line that is not a JSON-RPC object is logged to stderr and skipped (the agent may be
 //!   buggy; the client must not die of it); a response nobody waits for is logged and dropped;
-//! * writes go through a writer task, so a slow agent never blocks the client's event loop.
+//! * writes go through a writer task, so a slow agent never blocks the client's event loop;
+//! * a tool call's `session/update` in its common shape is read without a tree
+//!   (`tool_update.rs`) and passed on as [`Incoming::ToolUpdate`]; whatever that reading leaves,
+//!   it gives back, and it is parsed and classified as every other line.
 
 use std::collections::HashMap;
 use std::process::{ExitStatus, Stdio};
@@ -19,6 +22,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdout, Command};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+use crate::tool_update::ToolUpdate;
 
 /// How long the agent gets to exit after its stdin is closed before it is killed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -99,6 +104,9 @@ pub enum Incoming<P> {
         method: String,
         params: Value,
     },
+    /// A `session/update` notification of a tool call, read from its line (`tool_update.rs`):
+    /// the same message as a `Notification` whose method is `session/update`.
+    ToolUpdate(ToolUpdate),
     Response {
         purpose: P,
         result: Result<Value, RpcError>,
@@ -111,7 +119,7 @@ pub struct Connection<P> {
     child: Child,
     writer: Option<mpsc::UnboundedSender<String>>,
     writer_task: Option<JoinHandle<()>>,
-    frames: mpsc::UnboundedReceiver<Map<String, Value>>,
+    frames: mpsc::UnboundedReceiver<Frame>,
     closed: bool,
     next_id: u64,
     waiting: HashMap<u64, P>,
@@ -222,6 +230,10 @@ impl<P> Connection<P> {
                 self.closed = true;
                 return Incoming::Closed;
             };
+            let frame = match frame {
+                Frame::Tree(frame) => frame,
+                Frame::ToolUpdate(update) => return Incoming::ToolUpdate(update),
+            };
             if let Some(incoming) = self.classify(frame) {
                 return incoming;
             }
@@ -298,9 +310,17 @@ impl<P> Connection<P> {
     }
 }
 
+/// A line of the agent's, as the reader passes it on.
+enum Frame {
+    /// A JSON object, parsed.
+    Tree(Map<String, Value>),
+    /// A tool call's `session/update` in its common shape, read without a tree.
+    ToolUpdate(ToolUpdate),
+}
+
 /// Read newline-delimited frames from the agent until EOF. Only JSON objects are passed on;
 /// anything else is logged and skipped.
-async fn read_frames(stdout: ChildStdout, frames: mpsc::UnboundedSender<Map<String, Value>>) {
+async fn read_frames(stdout: ChildStdout, frames: mpsc::UnboundedSender<Frame>) {
     let mut reader = BufReader::new(stdout);
     let mut line = Vec::new();
     loop {
@@ -313,13 +333,26 @@ async fn read_frames(stdout: ChildStdout, frames: mpsc::UnboundedSender<Map<Stri
                 return;
             }
         }
-        let text = line.trim_ascii();
-        if text.is_empty() {
+        if line.trim_ascii().is_empty() {
             continue;
         }
+        // The line moves into the update when it is read as one (its fields are kept as slices
+        // of it); the next line gets a buffer of the same size.
+        let capacity = line.capacity();
+        match ToolUpdate::read(std::mem::take(&mut line)) {
+            Ok(update) => {
+                if frames.send(Frame::ToolUpdate(update)).is_err() {
+                    return;
+                }
+                line = Vec::with_capacity(capacity);
+                continue;
+            }
+            Err(back) => line = back,
+        }
+        let text = line.trim_ascii();
         match serde_json::from_slice::<Value>(text) {
             Ok(Value::Object(frame)) => {
-                if frames.send(frame).is_err() {
+                if frames.send(Frame::Tree(frame)).is_err() {
                     return;
                 }
             }

@@ -10,24 +10,33 @@ pub use acp_vocab::control::Subject;
 /// The ACP `ToolKind`s that say what a call does. `other`, an unknown word or a non-string is
 /// not specific: it never overrides a specific kind (see `timeline.rs`).
 pub fn is_specific_kind(kind: &Value) -> bool {
+    kind.as_str().is_some_and(is_specific_kind_word)
+}
+
+/// [`is_specific_kind`] of a string.
+pub fn is_specific_kind_word(kind: &str) -> bool {
     matches!(
-        kind.as_str(),
-        Some(
-            "execute"
-                | "edit"
-                | "delete"
-                | "move"
-                | "read"
-                | "search"
-                | "fetch"
-                | "think"
-                | "switch_mode"
-        )
+        kind,
+        "execute"
+            | "edit"
+            | "delete"
+            | "move"
+            | "read"
+            | "search"
+            | "fetch"
+            | "think"
+            | "switch_mode"
     )
 }
 
 /// Classify an *effective* tool call (all announcements for one id merged, see `timeline.rs`).
 pub fn classify(call: &Map<String, Value>) -> Subject {
+    classify_with(call, || has_diff(call))
+}
+
+/// [`classify`], with whether the call's `content` has a diff told by `has_diff` (asked only
+/// when it decides): the timeline keeps a streamed `content` as its text (`tool_update.rs`).
+pub fn classify_with(call: &Map<String, Value>, has_diff: impl FnOnce() -> bool) -> Subject {
     match call.get("kind").and_then(Value::as_str) {
         Some("execute") => Subject::Command,
         Some("edit" | "delete" | "move") => Subject::FileChange,
@@ -44,7 +53,7 @@ pub fn classify(call: &Map<String, Value>) -> Subject {
                 .is_some_and(Value::is_string)
             {
                 Subject::Command
-            } else if has_diff(call) || has_location(call) {
+            } else if has_diff() || has_location(call) {
                 // e.g. opencode `external_directory`: kind other, locations = [file, dir].
                 Subject::FileChange
             } else {
@@ -54,7 +63,8 @@ pub fn classify(call: &Map<String, Value>) -> Subject {
     }
 }
 
-fn has_diff(call: &Map<String, Value>) -> bool {
+/// Whether an item of the call's `content` is a diff.
+pub fn has_diff(call: &Map<String, Value>) -> bool {
     call.get("content")
         .and_then(Value::as_array)
         .is_some_and(|content| {

@@ -11,14 +11,21 @@
 //! An item is created by the first announcement of an unknown id, whichever it is: qwen-code
 //! sends the permission request as the first and only announcement, codex Rust sends the request
 //! before the `tool_call`.
+//!
+//! An announcement comes as a parsed object ([`Timeline::announce_moved`]) or, for the bulk of
+//! a streaming tool call, as a [`ToolUpdate`] read from its line ([`Timeline::announce_update`]):
+//! then the call's `content` is kept as the agent's text and becomes a tree only when someone
+//! asks for the merged call ([`Timeline::call`]). Both merge the same way.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 use crate::decide::places_of;
 use crate::mutation::Mutant;
-use crate::subject::{Subject, classify, is_specific_kind};
+use crate::subject::{self, Subject, classify_with, is_specific_kind, is_specific_kind_word};
+use crate::tool_update::{Content, ToolUpdate};
 
 /// What the client shows for one tool call (the control protocol `item` event).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,8 +41,13 @@ pub struct ItemView {
 struct Item {
     session_id: String,
     tool_call_id: String,
-    /// The effective tool call.
+    /// The effective tool call; without its `content` while that is kept as text (`content`).
     call: Map<String, Value>,
+    /// The latest `content`, as the agent's text, when it came in a [`ToolUpdate`].
+    content: Option<Content>,
+    /// `call` with that `content` parsed in, built when asked for ([`Timeline::call`]) and
+    /// dropped by the next announcement.
+    merged: OnceCell<Map<String, Value>>,
     /// The turn (per-session counter) during which the item was created.
     turn: u64,
     /// A status the client set itself (`cancelled`, spec #42) until the agent reports one.
@@ -66,8 +78,58 @@ impl Item {
             // Announced without a title (sparse update or request first): show the id.
             None => &self.tool_call_id,
         };
-        let item_type = self.retyped.unwrap_or_else(|| classify(&self.call));
+        let item_type = self
+            .retyped
+            .unwrap_or_else(|| classify_with(&self.call, || self.has_diff()));
         (item_type, status, title)
+    }
+
+    fn has_diff(&self) -> bool {
+        match &self.content {
+            Some(content) => content.has_diff(),
+            None => subject::has_diff(&self.call),
+        }
+    }
+
+    /// The effective tool call as one tree.
+    fn merged_call(&self) -> &Map<String, Value> {
+        match &self.content {
+            None => &self.call,
+            Some(content) => self.merged.get_or_init(|| {
+                let mut call = self.call.clone();
+                call.insert("content".into(), content.to_value());
+                call
+            }),
+        }
+    }
+
+    /// What every announcement notes before its fields are merged: a specific kind, the places
+    /// it names, and whether it reports a status.
+    fn note(&mut self, kind: Option<&str>, places: impl IntoIterator<Item = String>, status: bool) {
+        if let Some(kind) = kind.filter(|k| is_specific_kind_word(k))
+            && !self.kinds.iter().any(|k| k == kind)
+        {
+            self.kinds.push(kind.to_owned());
+        }
+        for place in places {
+            if !self.places.contains(&place) {
+                self.places.push(place);
+            }
+        }
+        if status {
+            // The agent's own status replaces any status the client set itself.
+            self.local_status = None;
+        }
+        self.merged = OnceCell::new();
+    }
+
+    /// What every announcement does after its fields are merged: the view, if it changed.
+    fn merged_in(&mut self) -> Option<ItemView> {
+        if self.is_finished() {
+            // flip-on-approval: the retype lasts while the call runs (no-op for the reference).
+            self.retyped = None;
+        }
+        self.refresh()
     }
 
     /// Recompute the view; `Some` if it differs from the last one reported. Compared before
@@ -96,6 +158,18 @@ impl Item {
             self.call.get("status").and_then(Value::as_str),
             Some("completed" | "failed")
         )
+    }
+}
+
+/// Set `call[key]` to the string `value`, reusing the key's entry when there is one (as
+/// `Map::insert` does, without allocating the key again).
+fn set_string(call: &mut Map<String, Value>, key: &str, value: &str) {
+    match call.get_mut(key) {
+        Some(Value::String(old)) if old == value => {}
+        Some(old) => *old = Value::String(value.to_owned()),
+        None => {
+            call.insert(key.to_owned(), Value::String(value.to_owned()));
+        }
     }
 }
 
@@ -158,7 +232,7 @@ impl Timeline {
     }
 
     /// [`Self::announce`] with the update's fields moved into the item instead of copied (the
-    /// client's `session/update`s: a streaming tool call's content comes with every update).
+    /// client's `session/update`s that are not read as a [`ToolUpdate`]).
     pub fn announce_moved(
         &mut self,
         session_id: &str,
@@ -166,6 +240,52 @@ impl Timeline {
         update: Map<String, Value>,
         turn: u64,
     ) -> Option<ItemView> {
+        let item = self.item(session_id, tool_call_id, turn);
+        item.note(
+            update.get("kind").and_then(Value::as_str),
+            places_of(&update),
+            update.get("status").is_some_and(|s| !s.is_null()),
+        );
+        if update.get("content").is_some_and(|c| !c.is_null()) {
+            // A parsed `content` replaces one kept as text.
+            item.content = None;
+        }
+        merge(&mut item.call, update);
+        item.merged_in()
+    }
+
+    /// [`Self::announce_moved`] of a tool call's `session/update` read from its line: the same
+    /// fields merged the same way (`merge`), its `content` kept as text.
+    pub fn announce_update(&mut self, update: ToolUpdate, turn: u64) -> Option<ItemView> {
+        let item = self.item(update.session_id(), update.tool_call_id(), turn);
+        item.note(
+            update.kind(),
+            update.diff_paths().iter().cloned(),
+            update.status().is_some(),
+        );
+        let call = &mut item.call;
+        // `merge`'s rules for the fields a `ToolUpdate` has (every one a string, none null).
+        set_string(call, "toolCallId", update.tool_call_id());
+        if let Some(title) = update.title() {
+            set_string(call, "title", title);
+        }
+        if let Some(kind) = update.kind()
+            && (is_specific_kind_word(kind) || !call.get("kind").is_some_and(is_specific_kind))
+        {
+            set_string(call, "kind", kind);
+        }
+        if let Some(status) = update.status() {
+            set_string(call, "status", status);
+        }
+        if update.has_content() {
+            call.remove("content");
+            item.content = update.into_content();
+        }
+        item.merged_in()
+    }
+
+    /// The item of `tool_call_id` in `session_id`, created (during `turn`) if it is new.
+    fn item(&mut self, session_id: &str, tool_call_id: &str, turn: u64) -> &mut Item {
         let position = match self.position(session_id, tool_call_id) {
             Some(position) => position,
             None => {
@@ -179,6 +299,8 @@ impl Timeline {
                     session_id: session_id.into(),
                     tool_call_id: tool_call_id.into(),
                     call,
+                    content: None,
+                    merged: OnceCell::new(),
                     turn,
                     local_status: None,
                     retyped: None,
@@ -189,34 +311,18 @@ impl Timeline {
                 self.items.len() - 1
             }
         };
-        let item = &mut self.items[position];
-        if let Some(kind) = update.get("kind").filter(|k| is_specific_kind(k)) {
-            let kind = kind.as_str().unwrap_or_default().to_owned();
-            if !item.kinds.contains(&kind) {
-                item.kinds.push(kind);
-            }
-        }
-        for place in places_of(&update) {
-            if !item.places.contains(&place) {
-                item.places.push(place);
-            }
-        }
-        if update.get("status").is_some_and(|s| !s.is_null()) {
-            // The agent's own status replaces any status the client set itself.
-            item.local_status = None;
-        }
-        merge(&mut item.call, update);
-        if item.is_finished() {
-            // flip-on-approval: the retype lasts while the call runs (no-op for the reference).
-            item.retyped = None;
-        }
-        item.refresh()
+        &mut self.items[position]
+    }
+
+    /// Whether the id was announced in the session.
+    pub fn knows(&self, session_id: &str, tool_call_id: &str) -> bool {
+        self.position(session_id, tool_call_id).is_some()
     }
 
     /// The effective tool call, if the id was announced.
     pub fn call(&self, session_id: &str, tool_call_id: &str) -> Option<&Map<String, Value>> {
         self.position(session_id, tool_call_id)
-            .map(|position| &self.items[position].call)
+            .map(|position| self.items[position].merged_call())
     }
 
     /// Every specific kind and place announced for the tool call (empty if unknown).
@@ -390,6 +496,79 @@ mod tests {
             )
             .expect("accepted after cancel");
         assert_eq!(v.status, "failed");
+    }
+
+    /// A `session/update` line announced both ways: read as a `ToolUpdate` when it fits, and
+    /// parsed as a tree (what `on_session_update` hands the timeline).
+    fn announce_both(typed: &mut Timeline, tree: &mut Timeline, line: &str) -> bool {
+        let frame: Value = serde_json::from_str(line).expect("JSON");
+        let params = &frame["params"];
+        let session_id = params["sessionId"].as_str().expect("sessionId");
+        let update = params["update"].as_object().expect("update").clone();
+        let id = update["toolCallId"]
+            .as_str()
+            .expect("toolCallId")
+            .to_owned();
+        let by_tree = tree.announce_moved(session_id, &id, update, 1);
+        let (by_line, read) = match ToolUpdate::read(line.as_bytes().to_vec()) {
+            Ok(read) => (typed.announce_update(read, 1), true),
+            Err(_) => {
+                let update = params["update"].as_object().expect("update").clone();
+                (typed.announce_moved(session_id, &id, update, 1), false)
+            }
+        };
+        assert_eq!(by_line, by_tree, "{line}");
+        assert_eq!(
+            typed.call(session_id, &id),
+            tree.call(session_id, &id),
+            "{line}"
+        );
+        assert_eq!(
+            typed.facts(session_id, &id),
+            tree.facts(session_id, &id),
+            "{line}"
+        );
+        read
+    }
+
+    #[test]
+    fn an_update_read_from_its_line_merges_as_its_tree_does() {
+        let frame = |update: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"s","update":{update}}}}}"#
+            )
+        };
+        let (mut typed, mut tree) = (Timeline::default(), Timeline::default());
+        let mut read = Vec::new();
+        for update in [
+            // A sparse first announcement: the title is the id, the type from nothing.
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","status":"in_progress"}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{"type":"content","content":{"type":"text","text":"a"}}]}"#,
+            // A diff in the content makes it a file change, and its path a place.
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{"type":"diff","path":"/w/a","oldText":null,"newText":"x"}]}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","content":[{"type":"content","content":{"type":"text","text":"b"}}],"content":null}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","content":null}"#,
+            // Read as a tree (rawInput): its content replaces the one kept as text.
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","rawInput":{"path":"/w/b"},"content":[]}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","title":"Edit","kind":"edit"}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"c","kind":"other","status":"completed"}"#,
+            r#"{"sessionUpdate":"tool_call","toolCallId":"d","title":"ls","kind":"other","status":"pending","content":[]}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"d","kind":"execute"}"#,
+            r#"{"sessionUpdate":"tool_call_update","toolCallId":"d","kind":"bogus","title":"ls -l"}"#,
+        ] {
+            read.push(announce_both(&mut typed, &mut tree, &frame(update)));
+        }
+        // Every update but the ones with a repeated key and a rawInput took the line's way.
+        assert_eq!(
+            read,
+            [
+                true, true, true, false, true, false, true, true, true, true, true
+            ]
+        );
+        assert_eq!(
+            typed.call("s", "c").and_then(|c| c.get("kind")),
+            Some(&json!("edit"))
+        );
     }
 
     #[test]

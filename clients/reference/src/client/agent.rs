@@ -9,6 +9,7 @@ use acp_vocab::control::{
 };
 
 use super::*;
+use crate::tool_update::{ToolUpdate, Variant};
 
 /// The `sessionUpdate` variants of ACP schema 1.20.0 (stable), the ones this client parses; only
 /// the `*-unknown-update` mutants treat any other as more than an update to ignore.
@@ -101,6 +102,7 @@ impl Client {
                 // Spec #88: unrecognized notifications are ignored.
                 _ => {}
             },
+            Incoming::ToolUpdate(update) => self.on_tool_update(update),
             Incoming::Response { purpose, result } => self.on_response(purpose, result).await,
             Incoming::Closed => self.on_agent_closed().await,
         }
@@ -389,6 +391,46 @@ impl Client {
         }
     }
 
+    /// [`Self::on_session_update`] of a tool call's update read from its line (`tool_update.rs`):
+    /// the same steps, for a `tool_call`/`tool_call_update` with a string `toolCallId`.
+    pub(super) fn on_tool_update(&mut self, update: ToolUpdate) {
+        let session_id = update.session_id();
+        let Some(turn) = self.session_by_id(session_id).map(|s| s.turn) else {
+            log!("ignoring session/update for unknown session {session_id:?}");
+            return;
+        };
+        // stop-after-unknown-update: a known variant, but the loop may have stopped already.
+        if self.mutant == Some(Mutant::StopAfterUnknownUpdate) && self.deaf_to_updates {
+            log!("ignoring session/update after an unknown variant");
+            return;
+        }
+        let tool_call_id = update.tool_call_id();
+        if let Some(session) = self.session_by_id_mut(session_id) {
+            session.history.tool_call(tool_call_id);
+        }
+        // MUTANT card-dropped-on-progress: as in `on_session_update`.
+        if self.mutant == Some(Mutant::CardDroppedOnProgress)
+            && update.variant() == Variant::ToolCallUpdate
+            && (update.title().is_some() || update.status() != Some("pending"))
+        {
+            for dropped in self.approvals.take_tool_call(session_id, tool_call_id) {
+                log!(
+                    "approval {} hidden: its tool call moved on",
+                    dropped.request_id
+                );
+            }
+        }
+        // MUTANT no-row-for-request-only: as in `announce`.
+        if self.mutant == Some(Mutant::NoRowForRequestOnly)
+            && !self.timeline.knows(session_id, tool_call_id)
+            && update.variant() != Variant::ToolCall
+        {
+            return;
+        }
+        let view = self.timeline.announce_update(update, turn);
+        self.show_item(view);
+    }
+
     /// One announcement of a tool call (an update, or a permission request's `toolCall`) reaches
     /// the timeline, which creates the row if the id is new.
     pub(super) fn announce(
@@ -402,7 +444,7 @@ impl Client {
         // google-gemini/gemini-cli#21783): an id first seen in a permission request or an update
         // gets no row.
         if self.mutant == Some(Mutant::NoRowForRequestOnly)
-            && self.timeline.call(session_id, tool_call_id).is_none()
+            && !self.timeline.knows(session_id, tool_call_id)
             && fields.get("sessionUpdate").and_then(Value::as_str) != Some("tool_call")
         {
             return;
