@@ -14,7 +14,7 @@
 
 use std::ops::Range;
 
-use serde::de::IgnoredAny;
+use serde::de::{Error as _, IgnoredAny};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -59,7 +59,8 @@ struct Frame<'a> {
     #[serde(default)]
     #[allow(dead_code)]
     jsonrpc: IgnoredAny,
-    method: &'a str,
+    #[allow(dead_code)]
+    method: SessionUpdate,
     #[serde(borrow)]
     params: Params<'a>,
 }
@@ -75,7 +76,7 @@ struct Params<'a> {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Update<'a> {
-    session_update: &'a str,
+    session_update: Variant,
     tool_call_id: &'a str,
     #[serde(default, borrow, deserialize_with = "present")]
     title: Option<&'a str>,
@@ -95,6 +96,30 @@ struct ContentItem<'a> {
     item_type: Option<&'a str>,
     #[serde(default, borrow, deserialize_with = "present")]
     path: Option<&'a str>,
+}
+
+/// The `method` `session/update`: any other method ends the reading at once (most lines that
+/// are not tool call updates are given back at their first or second key).
+struct SessionUpdate;
+
+impl<'de> Deserialize<'de> for SessionUpdate {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match <&'de str>::deserialize(deserializer)? {
+            "session/update" => Ok(SessionUpdate),
+            _ => Err(D::Error::custom("not a session/update")),
+        }
+    }
+}
+
+/// `sessionUpdate`: another variant ends the reading at once.
+impl<'de> Deserialize<'de> for Variant {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match <&'de str>::deserialize(deserializer)? {
+            "tool_call" => Ok(Variant::ToolCall),
+            "tool_call_update" => Ok(Variant::ToolCallUpdate),
+            _ => Err(D::Error::custom("not a tool call's update")),
+        }
+    }
 }
 
 /// A field that is there must be a string: `null` or another type is read as a tree.
@@ -119,14 +144,6 @@ impl ToolUpdate {
     fn spans(line: &str) -> Option<Spans> {
         let frame: Frame<'_> = serde_json::from_str(line).ok()?;
         let update = &frame.params.update;
-        let variant = match update.session_update {
-            "tool_call" => Variant::ToolCall,
-            "tool_call_update" => Variant::ToolCallUpdate,
-            _ => return None,
-        };
-        if frame.method != "session/update" {
-            return None;
-        }
         let (has_diff, diff_paths) = match update.content {
             None => (false, Vec::new()),
             Some(content) => {
@@ -140,7 +157,7 @@ impl ToolUpdate {
         Some(Spans {
             session_id: span(frame.params.session_id),
             tool_call_id: span(update.tool_call_id),
-            variant,
+            variant: update.session_update,
             title: update.title.map(span),
             kind: update.kind.map(span),
             status: update.status.map(span),
