@@ -337,14 +337,14 @@ async fn read_frames(stdout: ChildStdout, frames: mpsc::UnboundedSender<Frame>) 
             continue;
         }
         // The line moves into the update when it is read as one (its fields are kept as slices
-        // of it); the next line gets a buffer of the same size.
-        let capacity = line.capacity();
+        // of it); the next line gets a buffer of this one's length.
+        let length = line.len();
         match ToolUpdate::read(std::mem::take(&mut line)) {
             Ok(update) => {
                 if frames.send(Frame::ToolUpdate(update)).is_err() {
                     return;
                 }
-                line = Vec::with_capacity(capacity);
+                line = Vec::with_capacity(length);
                 continue;
             }
             Err(back) => line = back,

@@ -207,8 +207,13 @@ impl ToolUpdate {
 
     /// The `content`, kept as its text: what the timeline holds for the tool call until someone
     /// asks for the merged call as a tree.
-    pub fn into_content(self) -> Option<Content> {
+    pub fn into_content(mut self) -> Option<Content> {
         let range = self.content?;
+        // Kept until the next update with a content: not with the room of a longer line the
+        // reader's buffer once held.
+        if self.line.capacity() > 2 * self.line.len() {
+            self.line.shrink_to_fit();
+        }
         Some(Content {
             line: self.line,
             range,
