@@ -54,7 +54,10 @@ const PARALLEL_FROM_BYTES: usize = 256 << 10;
 /// halves read to what one pass reads.
 fn read_tail(text: &str, start: usize) -> Option<Vec<Spanned<BoxedStep>>> {
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let halfway = start + (text.len() - start) / 2;
+    let mut halfway = start + (text.len() - start) / 2;
+    while !text.is_char_boundary(halfway) {
+        halfway += 1; // the end of the text is a boundary
+    }
     let mid = (text.len() - start >= PARALLEL_FROM_BYTES && cores > 1)
         .then(|| text[halfway..].find("\n[[step]]"))
         .flatten()

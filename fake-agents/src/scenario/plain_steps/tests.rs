@@ -122,6 +122,19 @@ fn a_long_tail_read_in_two_halves_reads_as_toml_does() {
 }
 
 #[test]
+fn a_long_tail_of_multibyte_text_is_cut_at_a_character() {
+    // Frames of mostly three-byte characters, and a comment at the end long enough to put the
+    // tail's middle byte inside one.
+    let text = generated(1200).replace("... ok", &"✓".repeat(200));
+    let start = text.find("\n[[step]]").unwrap() + 1;
+    let padded = (0..2000)
+        .map(|pad| format!("{text}\n#{}", "x".repeat(pad)))
+        .find(|t| !t.is_char_boundary(start + (t.len() - start) / 2))
+        .expect("a padding that puts the middle inside a character");
+    assert!(same_as_toml(&padded), "the fast path declined");
+}
+
+#[test]
 fn every_shipped_scenario_reads_as_toml_does_when_the_fast_path_takes_it() {
     let files = shipped_scenarios();
     assert!(files.len() > 100, "{} scenario files", files.len());
