@@ -53,12 +53,13 @@ const PARALLEL_FROM_BYTES: usize = 256 << 10;
 /// cut at a `[[step]]` header: each line is read alone and each half starts a step, so the two
 /// halves read to what one pass reads.
 fn read_tail(text: &str, start: usize) -> Option<Vec<Spanned<BoxedStep>>> {
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    // Asked only of a long tail: on Linux the answer reads the cgroup's files.
+    let cores = || std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let mut halfway = start + (text.len() - start) / 2;
     while !text.is_char_boundary(halfway) {
         halfway += 1; // the end of the text is a boundary
     }
-    let mid = (text.len() - start >= PARALLEL_FROM_BYTES && cores > 1)
+    let mid = (text.len() - start >= PARALLEL_FROM_BYTES && cores() > 1)
         .then(|| text[halfway..].find("\n[[step]]"))
         .flatten()
         .map(|n| halfway + n + 1);
