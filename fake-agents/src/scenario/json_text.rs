@@ -294,9 +294,15 @@ impl Compiler {
                     let _ = write!(pointer, "/{i}");
                 }
                 Segment::Key(token) => {
-                    // The token is the key written by serde_json: read it back the same way.
-                    let key: String =
-                        serde_json::from_slice(&self.out[token.clone()]).unwrap_or_default();
+                    // The token is the key written by serde_json: read it back the same way
+                    // (without a copy when it holds no escape, as nearly every key).
+                    let written = &self.out[token.start + 1..token.end - 1];
+                    let key: std::borrow::Cow<str> = match std::str::from_utf8(written) {
+                        Ok(plain) if !plain.contains('\\') => plain.into(),
+                        _ => serde_json::from_slice::<String>(&self.out[token.clone()])
+                            .unwrap_or_default()
+                            .into(),
+                    };
                     pointer.push('/');
                     for ch in key.chars() {
                         match ch {

@@ -7,6 +7,7 @@
 
 mod json_text;
 mod parse;
+mod plain_steps;
 mod raw;
 pub mod setup;
 #[cfg(test)]

@@ -2,9 +2,11 @@
 //! client: step shapes, JSON frames, template variables, aliases, and chosen options.
 //!
 //! Submodules add to [`Ctx`]: `setup_entries` (`[[setup]]`) · `steps` (step shapes, `expect`,
-//! `await` cases) · `fault` · `user`.
+//! `await` cases) · `fault` · `user`; `frames_ahead` compiles a long scenario's frames on a
+//! second thread.
 
 mod fault;
+mod frames_ahead;
 mod setup_entries;
 mod steps;
 mod user;
@@ -21,7 +23,12 @@ use crate::template::{self, VarUse};
 /// Parses scenario text. `file` is the display path used in errors (and as [`Scenario::path`]).
 pub fn parse(file: &str, text: &str, profiles: &Profiles) -> Result<Scenario, ScenarioError> {
     let src = Src::new(file, text);
-    let raw: RawFile = src.toml()?;
+    // The fast path reads only what it is sure of; anything else (and every error) is the toml
+    // crate's, as it always was.
+    let raw: RawFile = match super::plain_steps::read(text) {
+        Some(raw) => raw,
+        None => src.toml()?,
+    };
     let meta = raw.scenario.get_ref();
     let header = raw.scenario.span().start;
 

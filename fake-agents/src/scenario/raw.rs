@@ -9,7 +9,7 @@ use crate::de::Ordered;
 
 pub type S = Spanned<String>;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct RawFile {
     pub scenario: Spanned<RawMeta>,
@@ -21,7 +21,7 @@ pub struct RawFile {
 
 /// One `[[setup]]` entry: exactly one of `dir`, `file`, `symlink`; `target` goes with `symlink`
 /// (required), `content` with `file` (optional).
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct RawSetup {
     pub dir: Option<S>,
@@ -31,7 +31,7 @@ pub struct RawSetup {
     pub content: Option<S>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct RawMeta {
     pub id: S,
@@ -54,7 +54,7 @@ pub type BoxedStep = Box<RawStep>;
 /// may appear together is checked after deserializing, with a message that names the step kind.
 /// A step has one to four of some thirty keys: each string slot is boxed, so an absent key costs
 /// 8 bytes rather than 40 (a step was 1.5 KB, zeroed and written for each of 10⁵ steps).
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct RawStep {
     // The kind keys: exactly one per step.
@@ -166,7 +166,7 @@ impl RawStep {
 }
 
 /// One `[[step.on]]` case of an `await`.
-#[derive(Deserialize)]
+#[derive(Deserialize, Debug)]
 #[serde(deny_unknown_fields)]
 pub struct RawOn {
     pub selected: Option<Spanned<Vec<S>>>,

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::{Ctx, Offered, R, list_ids};
+use super::{Ctx, Offered, R, frames_ahead, list_ids};
 use crate::scenario::json_text;
 use crate::scenario::raw::{BoxedStep, KIND_KEYS, RawOn, RawStep};
 use crate::scenario::{Expect, Expected, OPTION_KINDS, OnCase, Reply, Step, StepKind, When};
@@ -18,17 +18,54 @@ impl Ctx<'_> {
         top: Option<usize>,
     ) -> R<Vec<Step>> {
         let mut out = Vec::with_capacity(raws.len());
-        for (i, raw) in raws.iter().enumerate() {
-            let label = match prefix {
-                None => (i + 1).to_string(),
-                Some(p) => format!("{p}.{}", i + 1),
+        let label = |i: usize| match prefix {
+            None => (i + 1).to_string(),
+            Some(p) => format!("{p}.{}", i + 1),
+        };
+        // Only the top level: nested steps are few, and their frames are not compiled ahead.
+        let split = if prefix.is_none() {
+            frames_ahead::split_point(raws.len())
+        } else {
+            None
+        };
+        let Some(mid) = split else {
+            for (i, raw) in raws.iter().enumerate() {
+                out.push(self.step(raw, label(i), top.unwrap_or(i + 1), None)?);
+            }
+            return Ok(out);
+        };
+        // A long scenario: the later steps' frames are compiled on another thread meanwhile.
+        std::thread::scope(|scope| {
+            // If no thread can be started, the walk compiles every frame itself.
+            let ahead = std::thread::Builder::new()
+                .spawn_scoped(scope, || frames_ahead::compile_sends(&raws[mid..]))
+                .ok();
+            for (i, raw) in raws[..mid].iter().enumerate() {
+                out.push(self.step(raw, label(i), top.unwrap_or(i + 1), None)?);
+            }
+            let compiled = match ahead {
+                Some(thread) => thread
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => Vec::new(),
             };
-            out.push(self.step(raw, label, top.unwrap_or(i + 1))?);
-        }
-        Ok(out)
+            let mut compiled = compiled.into_iter();
+            for (i, raw) in raws.iter().enumerate().skip(mid) {
+                let ahead = compiled.next().flatten();
+                out.push(self.step(raw, label(i), top.unwrap_or(i + 1), ahead)?);
+            }
+            Ok(out)
+        })
     }
 
-    pub(super) fn step(&mut self, raw: &Spanned<BoxedStep>, label: String, top: usize) -> R<Step> {
+    /// One step; `compiled` is its `send` frame if it was compiled ahead ([`frames_ahead`]).
+    pub(super) fn step(
+        &mut self,
+        raw: &Spanned<BoxedStep>,
+        label: String,
+        top: usize,
+        compiled: Option<frames_ahead::Compiled>,
+    ) -> R<Step> {
         let r = raw.get_ref();
         let start = raw.span().start;
         let line = self.src.text.line(start);
@@ -133,7 +170,8 @@ impl Ctx<'_> {
             }
             "send" => {
                 let s = r.send.as_ref().expect("present");
-                let compiled = json_text::compile(s.get_ref())
+                let compiled = compiled
+                    .unwrap_or_else(|| json_text::compile(s.get_ref()))
                     .map_err(|e| self.src.json_error(s, "`send`", &e))?;
                 match compiled.uses {
                     Some(uses) => self
