@@ -33,6 +33,9 @@ pub struct ReferenceMapping {
     timeline: Timeline,
     /// What it approves without asking (no grants: a turn has one request).
     decider: Decider,
+    /// The request's options as parsed by `decide`, for its card: the client parses a request's
+    /// options once and decides and shows the card from the same list (client/agent.rs).
+    offered: Option<Vec<PermissionOption>>,
     /// The buttons of the card on screen.
     card: Vec<PermissionOption>,
 }
@@ -50,6 +53,16 @@ impl ReferenceMapping {
     }
 }
 
+/// The options of a `session/request_permission` (`params`) the card can show, as the client
+/// parses them (an option without a string id is skipped).
+fn parse_options(params: &Value) -> Vec<PermissionOption> {
+    let offered = params["options"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    approvals::parse_options(offered).0
+}
+
 /// The control vocabulary word of a subject (`file_change`, …).
 fn shown(view: ItemView) -> ItemShown {
     ItemShown {
@@ -65,17 +78,13 @@ impl Mapping for ReferenceMapping {
     }
 
     fn decide(&mut self, params: &Value, workspace: &str) -> Option<String> {
-        let offered = params["options"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let (options, _skipped) = approvals::parse_options(offered);
+        let options = self.offered.insert(parse_options(params));
         self.decider.answer_for(
             &self.timeline,
             params["sessionId"].as_str()?,
             Path::new(workspace),
             params["toolCall"].as_object()?,
-            &options,
+            options,
         )
     }
 
@@ -94,11 +103,7 @@ impl Mapping for ReferenceMapping {
             .timeline
             .call(session_id, tool_call_id)
             .map_or(Subject::Generic, classify);
-        let offered = params["options"]
-            .as_array()
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let (options, _skipped) = approvals::parse_options(offered);
+        let options = self.offered.take().unwrap_or_else(|| parse_options(params));
         let labels = approvals::labels(&options);
         let buttons = options
             .iter()

@@ -185,11 +185,14 @@ impl Names<'_> {
         }
     }
 
-    fn update(&self, session_update: &str, fields: Map<String, Value>) -> Value {
-        let mut update = Map::new();
+    /// A `session/update` of the turn's tool call: `sessionUpdate`, `toolCallId`, then the fields
+    /// `fill` writes straight into the same object (a map of their own, moved in afterwards, would
+    /// hash every key twice: frames are built for every fuzz input).
+    fn update(&self, session_update: &str, fill: impl FnOnce(&mut Map<String, Value>)) -> Value {
+        let mut update = Map::with_capacity(10);
         update.insert("sessionUpdate".into(), session_update.into());
         update.insert("toolCallId".into(), self.tool_call_id.into());
-        update.extend(fields);
+        fill(&mut update);
         let params = object([
             ("sessionId", self.session_id.into()),
             ("update", Value::Object(update)),
@@ -203,16 +206,14 @@ impl Names<'_> {
 
     /// `session/update` `tool_call` announcing the turn's tool call.
     pub fn announce(&self, shape: &ToolCallShape) -> Value {
-        let mut fields = Map::new();
-        self.tool_fields(shape, &mut fields, true);
-        self.update("tool_call", fields)
+        self.update("tool_call", |fields| self.tool_fields(shape, fields, true))
     }
 
     /// `session/update` `tool_call_update` before the request.
     pub fn progress(&self, shape: &ToolCallShape) -> Value {
-        let mut fields = Map::new();
-        self.tool_fields(shape, &mut fields, false);
-        self.update("tool_call_update", fields)
+        self.update("tool_call_update", |fields| {
+            self.tool_fields(shape, fields, false)
+        })
     }
 
     /// The request's `toolCall` (a `ToolCallUpdate`).
@@ -271,17 +272,17 @@ impl Names<'_> {
     /// `None` for [`Finish::Silent`].
     pub fn finish(&self, turn: &PermissionTurn, allowed: bool) -> Option<Value> {
         let status = if allowed { "completed" } else { "failed" };
-        let mut fields = Map::new();
-        if let Finish::WithKind(kind) = turn.finish {
-            if let Some(kind) = kind.wire() {
+        let kind = match turn.finish {
+            Finish::Silent => return None,
+            Finish::Partial => None,
+            Finish::WithKind(kind) => kind.wire(),
+        };
+        Some(self.update("tool_call_update", |fields| {
+            if let Some(kind) = kind {
                 fields.insert("kind".into(), kind.into());
             }
-        }
-        fields.insert("status".into(), status.into());
-        match turn.finish {
-            Finish::Silent => None,
-            Finish::Partial | Finish::WithKind(_) => Some(self.update("tool_call_update", fields)),
-        }
+            fields.insert("status".into(), status.into());
+        }))
     }
 }
 

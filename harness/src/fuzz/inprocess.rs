@@ -18,7 +18,7 @@ use acp_vocab::control::{
 use acp_vocab::transcript::{Direction, Entry, ParsedControl};
 use serde_json::{Value, json};
 
-use super::frames::Names;
+use super::frames::{Names, object};
 use super::input::{Action, PermissionTurn};
 use super::verdict::{Verdict, is_finding, summary};
 use acp_judge::checks::{
@@ -182,15 +182,23 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
     };
     let (outcome, resolved) = match &selected {
         Some(id) => (
-            json!({"outcome":"selected","optionId":id}),
+            object([
+                ("outcome", "selected".into()),
+                ("optionId", id.as_str().into()),
+            ]),
             (Outcome::Selected, Some(id.clone()), by),
         ),
         None => (
-            json!({"outcome":"cancelled"}),
+            object([("outcome", "cancelled".into())]),
             (Outcome::Cancelled, None, ResolvedBy::Cancel),
         ),
     };
-    log.client(json!({"jsonrpc":"2.0","id":request_id,"result":{"outcome":outcome}}));
+    // Built pair by pair: `json!` with values in it serializes each one again.
+    log.client(object([
+        ("jsonrpc", "2.0".into()),
+        ("id", request_id.clone()),
+        ("result", object([("outcome", outcome)])),
+    ]));
     let (outcome, option_id, by) = resolved;
     log.event(Event::ApprovalResolved(ApprovalResolved {
         session_id: SESSION_ID.into(),
