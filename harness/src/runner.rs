@@ -107,8 +107,18 @@ pub fn repro_command(case_id: &str, client: &ClientSpec, scenarios_dir: &Path) -
     )
 }
 
-/// Runs one case against one client and grades it.
+/// Runs one case against one client and grades it. The caller keeps the case, and with it its
+/// scenario's steps, alive while the case is graded: [`run_owned_case`] frees them first.
 pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> CaseResult {
+    run_owned_case(case.clone(), client, cfg).await
+}
+
+/// Runs one case against one client and grades it, dropping the case once it is played. Grading
+/// reads the record alone (its `CaseMeta` is copied out of the scenario), so when this case held
+/// the last reference to its scenario, the scenario's steps (about 0.45 KB a step of a long
+/// turn) are freed before the judge builds its model of the transcript, and the case's peak
+/// memory holds the steps or the judge's model, not both (docs/performance.md).
+pub async fn run_owned_case(case: Case, client: &ClientSpec, cfg: &RunConfig) -> CaseResult {
     let started = Instant::now();
     let rec = Recorder::new();
     let mut timing = CaseTiming::default();
@@ -120,7 +130,7 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
         .context("cannot create the case's tempdir");
     let (dir, outcome) = match dir {
         Ok(dir) => {
-            let outcome = run_case_inner(case, client, cfg, &rec, &mut timing, dir.path()).await;
+            let outcome = run_case_inner(&case, client, cfg, &rec, &mut timing, dir.path()).await;
             (Some(dir), outcome)
         }
         Err(err) => (None, Err(err)),
@@ -129,7 +139,7 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
         Ok(record) => record,
         Err(err) => {
             // Environment failures (tempdir, socket) are the harness's, never the client's.
-            let meta = case_meta(case, cfg);
+            let meta = case_meta(&case, cfg);
             CaseRecord {
                 repro: repro_command(&meta.case_id, client, &cfg.scenarios_dir),
                 meta,
@@ -147,6 +157,8 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
             }
         }
     };
+    // Played: grading reads the record alone.
+    drop(case);
     // Grading a big transcript takes a while (100,000 frames: a few hundred ms): off the
     // runtime's workers, so other cases' verdicts do not wait for this one's. A small one is
     // graded in place, sooner than a thread of the blocking pool would start on a busy machine.

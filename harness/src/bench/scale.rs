@@ -19,7 +19,7 @@ use crate::client_spec::ClientSpec;
 use crate::output::is_failing;
 use crate::run_json::{RunHeader, ScenarioInfo, unix_ms_now};
 use crate::run_writer::{self, RunWriter};
-use crate::runner::{RunConfig, for_each_case, run_case};
+use crate::runner::{RunConfig, for_each_case, run_owned_case};
 use acp_judge::checks::grade_case;
 use acp_judge::record::RunEnd;
 
@@ -89,11 +89,13 @@ async fn frames_point(
     let parsing = Instant::now();
     let cases = generate::load(&path)?;
     let parse_ms = ms(parsing.elapsed());
-    let [case] = cases.as_slice() else {
-        bail!("{} holds {} cases, not one", path.display(), cases.len());
+    let case = match <[Case; 1]>::try_from(cases) {
+        Ok([case]) => case,
+        Err(cases) => bail!("{} holds {} cases, not one", path.display(), cases.len()),
     };
     let meter = Meter::start();
-    let result = run_case(case, client, cfg).await;
+    // The case is given away: its steps are freed before it is graded, as in `acp-harness run`.
+    let result = run_owned_case(case, client, cfg).await;
     let sample = meter.stop();
     let checks = Instant::now();
     let trials = grade_case(&result.record);

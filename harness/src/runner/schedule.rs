@@ -2,7 +2,7 @@
 
 use acp_fake_agents::scenario::Case;
 
-use super::{CaseResult, RunConfig, run_case};
+use super::{CaseResult, RunConfig, run_owned_case};
 use crate::client_spec::ClientSpec;
 
 /// Runs `cases`, `cfg.jobs` at a time, and returns their results in the order given; `on_done`
@@ -27,8 +27,8 @@ pub async fn run_cases(
 
 /// Runs `cases`, `cfg.jobs` at a time, and hands each result to `on_done` with the case's
 /// position in `cases` as soon as it finishes (in the order they finish). Only the cases in
-/// flight are held: the cases are taken from the iterator as slots free up, and a result is
-/// the caller's once handed over, so a run of any length needs the memory of `cfg.jobs` cases
+/// flight are held: the cases are taken from the iterator as slots free up, each is dropped
+/// once played (before it is graded), and a result is the caller's once handed over, so a run of any length needs the memory of `cfg.jobs` cases
 /// (docs/performance.md, "Number of cases").
 pub async fn for_each_case(
     cases: impl IntoIterator<Item = Case>,
@@ -46,7 +46,7 @@ pub async fn for_each_case(
             };
             let client = client.clone();
             let cfg = cfg.clone();
-            running.spawn(async move { (index, run_case(&case, &client, &cfg).await) });
+            running.spawn(async move { (index, run_owned_case(case, &client, &cfg).await) });
         }
         match running.join_next().await {
             Some(Ok((index, result))) => on_done(index, result),

@@ -38,84 +38,157 @@ impl Check for Schema {
 
     fn evaluate_with(&self, _case: &CaseRecord, model: &WireModel<'_>) -> Finding {
         let mut problems = Problems::new();
-        for msg in &model.msgs {
-            if msg.from == Side::Agent && msg.fault.is_some() {
-                continue;
-            }
-            let (what, verdict) = match &msg.kind {
-                MsgKind::Invalid { reason } => {
-                    if msg.from == Side::Agent {
-                        problems.error(
-                            format!(
-                                "harness bug: our fake agent sent an invalid frame #{}: {reason}.",
-                                msg.index
-                            ),
-                            &[msg.index],
-                        );
-                    }
-                    continue;
-                }
-                MsgKind::Request { method, .. } => (
-                    format!("{method} request params"),
-                    validate(msg.from, PayloadKind::RequestParams, method, msg.params()),
-                ),
-                MsgKind::Notification { method } => (
-                    format!("{method} notification params"),
-                    // A compact frame (the bulk of updates) is parsed for the moment.
-                    validate(
-                        msg.from,
-                        PayloadKind::NotificationParams,
-                        method,
-                        msg.params_now().as_deref(),
-                    ),
-                ),
-                MsgKind::Response {
-                    body: ResponseBody::Result(result),
-                    ..
-                } => {
-                    let Some(method) = model.request_msg_of(msg).and_then(WireMsg::method) else {
-                        continue; // unpaired: the jsonrpc check reports it
-                    };
-                    (
-                        format!("result of {method}"),
-                        validate(msg.from, PayloadKind::Result, method, Some(result)),
-                    )
-                }
-                MsgKind::Response { .. } => continue,
-            };
-            let problem = match verdict {
-                Validation::Valid | Validation::Extension => continue,
-                Validation::UnknownMethod => match wrong_kind(msg) {
-                    // An ACP method sent as the wrong kind of message: jsonrpc grades it too.
-                    Some(why) => format!("{what}: {why}"),
-                    None => format!(
-                        "{what}: not an ACP v1 {} → {} method",
-                        msg.from.as_str(),
-                        msg.from.peer().as_str()
-                    ),
-                },
-                Validation::Invalid(errors) => format!("{what}: {}", errors.join("; ")),
-            };
-            match msg.from {
-                Side::Client => problems.fail(
-                    4,
-                    format!(
-                        "client frame #{} violates the schema: {problem}.",
-                        msg.index
-                    ),
-                    &[msg.index],
-                ),
-                Side::Agent => problems.error(
-                    format!(
-                        "harness bug: our fake agent sent an invalid frame #{}: {problem}.",
-                        msg.index
-                    ),
-                    &[msg.index],
-                ),
+        for Violation { index, text, by } in violations(model) {
+            match by {
+                Side::Client => problems.fail(4, text, &[index]),
+                Side::Agent => problems.error(text, &[index]),
             }
         }
         problems.finish("")
     }
+}
+
+/// One frame that breaks the schema (or, from the agent, is not JSON-RPC at all): the problem's
+/// whole text, in transcript order with the others.
+struct Violation {
+    index: usize,
+    text: String,
+    /// A client's frame fails R4; the agent's is our bug (`error`).
+    by: Side,
+}
+
+/// Transcripts with at least this many frames are validated on several threads. Below it a
+/// thread's start costs more than it saves (and a suite runs `--jobs` cases at once anyway);
+/// above it, validating is most of the checks' time: each compact update is parsed for the
+/// moment and walked by the validator (docs/performance.md).
+const PARALLEL_FROM: usize = 8_192;
+
+/// Threads at most: the frames are split evenly, so more threads than cores only add switches.
+const MAX_THREADS: usize = 4;
+
+/// Every violation, in transcript order. A long transcript is cut into consecutive runs of
+/// frames validated on threads of their own; the runs' violations are put back in order, so the
+/// result is exactly that of one pass.
+fn violations(model: &WireModel<'_>) -> Vec<Violation> {
+    let msgs = model.msgs.as_slice();
+    let threads = if msgs.len() < PARALLEL_FROM {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(MAX_THREADS)
+    };
+    if threads <= 1 {
+        return violations_in(model, msgs);
+    }
+    let chunk = msgs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut runs = msgs.chunks(chunk);
+        let first = runs.next().unwrap_or_default();
+        // A run whose thread cannot be started (a process at its thread limit) is validated
+        // here, after the first.
+        let others: Vec<_> = runs
+            .map(|run| {
+                std::thread::Builder::new()
+                    .name("schema-check".into())
+                    .spawn_scoped(scope, move || violations_in(model, run))
+                    .map_err(|_| run)
+            })
+            .collect();
+        let mut all = violations_in(model, first);
+        for other in others {
+            match other {
+                Ok(thread) => match thread.join() {
+                    Ok(found) => all.extend(found),
+                    // The same panic as if the run had been validated here.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                },
+                Err(run) => all.extend(violations_in(model, run)),
+            }
+        }
+        all
+    })
+}
+
+/// The violations among `msgs` (a run of `model.msgs`), in order.
+fn violations_in(model: &WireModel<'_>, msgs: &[WireMsg<'_>]) -> Vec<Violation> {
+    msgs.iter()
+        .filter_map(|msg| violation(model, msg))
+        .collect()
+}
+
+/// What is wrong with one frame, if anything.
+fn violation(model: &WireModel<'_>, msg: &WireMsg<'_>) -> Option<Violation> {
+    if msg.from == Side::Agent && msg.fault.is_some() {
+        return None;
+    }
+    let (what, verdict) = match &msg.kind {
+        MsgKind::Invalid { reason } => {
+            return (msg.from == Side::Agent).then(|| Violation {
+                index: msg.index,
+                text: format!(
+                    "harness bug: our fake agent sent an invalid frame #{}: {reason}.",
+                    msg.index
+                ),
+                by: Side::Agent,
+            });
+        }
+        MsgKind::Request { method, .. } => (
+            format!("{method} request params"),
+            validate(msg.from, PayloadKind::RequestParams, method, msg.params()),
+        ),
+        MsgKind::Notification { method } => (
+            format!("{method} notification params"),
+            // A compact frame (the bulk of updates) is parsed for the moment.
+            validate(
+                msg.from,
+                PayloadKind::NotificationParams,
+                method,
+                msg.params_now().as_deref(),
+            ),
+        ),
+        MsgKind::Response {
+            body: ResponseBody::Result(result),
+            ..
+        } => {
+            // Unpaired: the jsonrpc check reports it.
+            let method = model.request_msg_of(msg).and_then(WireMsg::method)?;
+            (
+                format!("result of {method}"),
+                validate(msg.from, PayloadKind::Result, method, Some(result)),
+            )
+        }
+        MsgKind::Response { .. } => return None,
+    };
+    let problem = match verdict {
+        Validation::Valid | Validation::Extension => return None,
+        Validation::UnknownMethod => match wrong_kind(msg) {
+            // An ACP method sent as the wrong kind of message: jsonrpc grades it too.
+            Some(why) => format!("{what}: {why}"),
+            None => format!(
+                "{what}: not an ACP v1 {} → {} method",
+                msg.from.as_str(),
+                msg.from.peer().as_str()
+            ),
+        },
+        Validation::Invalid(errors) => format!("{what}: {}", errors.join("; ")),
+    };
+    let text = match msg.from {
+        Side::Client => format!(
+            "client frame #{} violates the schema: {problem}.",
+            msg.index
+        ),
+        Side::Agent => format!(
+            "harness bug: our fake agent sent an invalid frame #{}: {problem}.",
+            msg.index
+        ),
+    };
+    Some(Violation {
+        index: msg.index,
+        text,
+        by: msg.from,
+    })
 }
 
 /// "sent as a request, but `session/cancel` is a notification" for a request or notification
@@ -143,6 +216,46 @@ mod tests {
         c.prompt();
         c.permission(json!(0), json!({"toolCallId":"c","kind":"edit"}), opts3());
         c
+    }
+
+    /// A long transcript is validated in runs on several threads: the violations, their order
+    /// and the finding are those of one pass over every frame, wherever the runs are cut.
+    #[test]
+    fn a_long_transcript_validated_in_runs_finds_what_one_pass_finds() {
+        let c = base();
+        let mut bad = Vec::new();
+        for i in 0..PARALLEL_FROM + 100 {
+            if i % 1_000 == 7 {
+                // Invalid: `status` is not a status word. Scattered over every run.
+                bad.push(c.update(json!({
+                    "sessionUpdate": "tool_call_update", "toolCallId": "c", "status": 5
+                })));
+                c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{}}));
+            } else {
+                c.update(json!({
+                    "sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "in_progress"
+                }));
+            }
+        }
+        let record = c.record();
+        let model = WireModel::new(&record.transcript);
+        assert!(model.msgs.len() >= PARALLEL_FROM);
+        let in_runs = violations(&model);
+        let one_pass = violations_in(&model, &model.msgs);
+        let found = |v: &[Violation]| -> Vec<(usize, String, Side)> {
+            v.iter().map(|v| (v.index, v.text.clone(), v.by)).collect()
+        };
+        assert_eq!(found(&in_runs), found(&one_pass));
+        // Each bad update, and each client cancel without a sessionId, in transcript order.
+        assert_eq!(in_runs.len(), 2 * bad.len());
+        assert!(in_runs.windows(2).all(|w| w[0].index < w[1].index));
+        let agent: Vec<usize> = in_runs
+            .iter()
+            .filter(|v| v.by == Side::Agent)
+            .map(|v| v.index)
+            .collect();
+        assert_eq!(agent, bad);
+        assert_grade(&c.grade(&Schema), Grade::Error, "harness bug");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! walking the transcript once, one step per kind of entry (note, control message, wire request,
 //! notification, response).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
 use acp_vocab::control::{Command, Event, Message};
 use acp_vocab::note::FaultKind;
@@ -11,12 +11,12 @@ use serde_json::Value;
 
 use super::permissions::pick;
 use super::{
-    ControlMsg, EffectiveToolCall, MsgKind, MsgPositions, OfferedOption, PermissionRequest, Side,
-    ToolFields, WireModel, WireMsg, id_key,
+    ControlMsg, EffectiveToolCall, Map, MsgKind, MsgPositions, OfferedOption, PermissionRequest,
+    Set, Side, ToolFields, WireModel, WireMsg, id_key,
 };
 
 /// (conn, requester side) → id key → …
-type ById<T> = HashMap<(u32, Side), HashMap<String, T>>;
+type ById<T> = Map<(u32, Side), Map<String, T>>;
 
 /// The model being built plus the bookkeeping only the pass needs.
 struct Builder<'a> {
@@ -25,13 +25,13 @@ struct Builder<'a> {
     open: ById<VecDeque<usize>>,
     /// The last request position per id: a response to an id already answered pairs with it.
     last: ById<usize>,
-    seen_session: HashSet<&'a str>,
+    seen_session: Set<&'a str>,
     /// (session, request id key) → permission positions, for control matching.
-    perm_by_sid: HashMap<(&'a str, String), Vec<usize>>,
+    perm_by_sid: Map<(&'a str, String), Vec<usize>>,
     /// Request id key → permission positions (a `choose` names no session).
-    perm_by_id: HashMap<String, Vec<usize>>,
+    perm_by_id: Map<String, Vec<usize>>,
     /// (conn, session, toolCallId) → the effective tool call so far (updates only).
-    running: HashMap<(u32, &'a str, &'a str), EffectiveToolCall<'a>>,
+    running: Map<(u32, &'a str, &'a str), EffectiveToolCall<'a>>,
 }
 
 impl<'a> WireModel<'a> {
@@ -61,30 +61,30 @@ impl<'a> Builder<'a> {
                 entries,
                 msgs: Vec::with_capacity(wire),
                 msg_pos: MsgPositions::for_transcript(entries.len()),
-                answers: HashMap::new(),
+                answers: Map::default(),
                 answered: Vec::with_capacity(wire),
                 msg_session: Vec::with_capacity(wire),
-                by_session: HashMap::new(),
+                by_session: Map::default(),
                 unpaired_responses: Vec::new(),
                 reused_ids: Vec::new(),
                 session_ids: Vec::new(),
                 controls: Vec::new(),
                 notes: Vec::new(),
-                handles: HashMap::new(),
-                tool_frames: HashMap::new(),
+                handles: Map::default(),
+                tool_frames: Map::default(),
                 items: Default::default(),
                 permissions: Vec::new(),
-                perm_at: HashMap::new(),
-                client_init: HashMap::new(),
-                agent_init: HashMap::new(),
-                first_invalid_agent_frame: HashMap::new(),
+                perm_at: Map::default(),
+                client_init: Map::default(),
+                agent_init: Map::default(),
+                first_invalid_agent_frame: Map::default(),
             },
-            open: HashMap::new(),
-            last: HashMap::new(),
-            seen_session: HashSet::new(),
-            perm_by_sid: HashMap::new(),
-            perm_by_id: HashMap::new(),
-            running: HashMap::new(),
+            open: Map::default(),
+            last: Map::default(),
+            seen_session: Set::default(),
+            perm_by_sid: Map::default(),
+            perm_by_id: Map::default(),
+            running: Map::default(),
         }
     }
 

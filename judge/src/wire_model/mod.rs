@@ -11,7 +11,7 @@
 //! (control plane), `tool_calls` (effective tool call and kind), `permissions`, `sessions`, and
 //! `index` (the one-pass builder). Their public items are re-exported here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use acp_vocab::transcript::Entry;
 use serde_json::Value;
@@ -34,6 +34,13 @@ pub use tool_fields::ToolFields;
 
 type SessionTool<'a> = (&'a str, &'a str);
 
+/// The model's hash maps and sets. They hash with foldhash rather than std's SipHash: building
+/// the model of a short transcript (the in-process fuzz target's turn, a few frames) was about a
+/// third hashing short keys into a dozen maps, and the keys are the frames' own ids and strings,
+/// read only by the judge. Seeded per map, like std's `RandomState`, so no order is promised.
+type Map<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+type Set<T> = HashSet<T, foldhash::fast::RandomState>;
+
 /// Every shared view over one transcript. Build it once per case with [`WireModel::new`].
 #[derive(Debug)]
 pub struct WireModel<'a> {
@@ -45,14 +52,14 @@ pub struct WireModel<'a> {
     /// For requests: positions (in `msgs`) of the responses paired with them.
     /// Kept for the requests that have one only: most frames of a large transcript are
     /// notifications.
-    answers: HashMap<usize, Vec<usize>>,
+    answers: Map<usize, Vec<usize>>,
     /// For responses: position of the request they answer.
     answered: Vec<Option<u32>>,
     /// The ACP session each message belongs to (params.sessionId, or its request's, or the
     /// session a `session/new` response created).
     msg_session: Vec<Option<&'a str>>,
     /// Positions of messages per session, in order.
-    by_session: HashMap<&'a str, Vec<usize>>,
+    by_session: Map<&'a str, Vec<usize>>,
     /// Responses that answer no request (positions).
     pub unpaired_responses: Vec<usize>,
     /// Client requests sent with an id that was still pending: (new, pending) transcript indices.
@@ -63,19 +70,19 @@ pub struct WireModel<'a> {
     pub controls: Vec<ControlMsg<'a>>,
     /// Harness notes (index, json) in order.
     pub notes: Vec<(usize, &'a Value)>,
-    handles: HashMap<&'a str, Vec<(usize, &'a str)>>,
+    handles: Map<&'a str, Vec<(usize, &'a str)>>,
     /// (sessionId, toolCallId) → agent frames (transcript indices) that describe the tool call:
     /// `tool_call` / `tool_call_update` updates and permission requests.
-    tool_frames: HashMap<&'a str, HashMap<&'a str, Vec<usize>>>,
+    tool_frames: Map<&'a str, Map<&'a str, Vec<usize>>>,
     /// (sessionId, toolCallId) → positions in `controls` of `item` events.
     items: BTreeMap<SessionTool<'a>, Vec<usize>>,
     pub permissions: Vec<PermissionRequest<'a>>,
-    perm_at: HashMap<usize, usize>,
+    perm_at: Map<usize, usize>,
     /// Client `initialize` params and agent `initialize` results per connection.
-    client_init: HashMap<u32, &'a Value>,
-    agent_init: HashMap<u32, &'a Value>,
+    client_init: Map<u32, &'a Value>,
+    agent_init: Map<u32, &'a Value>,
     /// First agent frame per connection that is not a JSON-RPC message.
-    first_invalid_agent_frame: HashMap<u32, usize>,
+    first_invalid_agent_frame: Map<u32, usize>,
 }
 
 impl<'a> WireModel<'a> {
@@ -172,7 +179,7 @@ impl<'a> WireModel<'a> {
 #[derive(Debug)]
 struct MsgPositions {
     dense: Vec<u32>,
-    sparse: HashMap<usize, usize>,
+    sparse: Map<usize, usize>,
 }
 
 impl MsgPositions {
@@ -181,7 +188,7 @@ impl MsgPositions {
     fn for_transcript(entries: usize) -> Self {
         MsgPositions {
             dense: vec![Self::NONE; entries],
-            sparse: HashMap::new(),
+            sparse: Map::default(),
         }
     }
 
