@@ -39,16 +39,7 @@ impl Variant {
 #[derive(Debug)]
 pub struct ToolUpdate {
     line: String,
-    session_id: Range<usize>,
-    tool_call_id: Range<usize>,
-    variant: Variant,
-    title: Option<Range<usize>>,
-    kind: Option<Range<usize>>,
-    status: Option<Range<usize>>,
-    content: Option<Range<usize>>,
-    /// The `content` items of type `diff`: whether there is one, and their string `path`s.
-    has_diff: bool,
-    diff_paths: Vec<String>,
+    spans: Spans,
 }
 
 // The shapes read. `deny_unknown_fields`: a field this reading does not know means the line is
@@ -136,7 +127,7 @@ impl ToolUpdate {
             Err(e) => return Err(e.into_bytes()),
         };
         match Self::spans(&line) {
-            Some(spans) => Ok(spans.into_update(line)),
+            Some(spans) => Ok(ToolUpdate { line, spans }),
             None => Err(line.into_bytes()),
         }
     }
@@ -172,43 +163,43 @@ impl ToolUpdate {
     }
 
     pub fn session_id(&self) -> &str {
-        self.at(&self.session_id)
+        self.at(&self.spans.session_id)
     }
 
     pub fn tool_call_id(&self) -> &str {
-        self.at(&self.tool_call_id)
+        self.at(&self.spans.tool_call_id)
     }
 
     pub fn variant(&self) -> Variant {
-        self.variant
+        self.spans.variant
     }
 
     pub fn title(&self) -> Option<&str> {
-        self.title.as_ref().map(|r| self.at(r))
+        self.spans.title.as_ref().map(|r| self.at(r))
     }
 
     pub fn kind(&self) -> Option<&str> {
-        self.kind.as_ref().map(|r| self.at(r))
+        self.spans.kind.as_ref().map(|r| self.at(r))
     }
 
     pub fn status(&self) -> Option<&str> {
-        self.status.as_ref().map(|r| self.at(r))
+        self.spans.status.as_ref().map(|r| self.at(r))
     }
 
     /// Whether the update carries a (non-null) `content`.
     pub fn has_content(&self) -> bool {
-        self.content.is_some()
+        self.spans.content.is_some()
     }
 
     /// The paths of the `content`'s diff items, in order (places the tool call names).
     pub fn diff_paths(&self) -> &[String] {
-        &self.diff_paths
+        &self.spans.diff_paths
     }
 
     /// The `content`, kept as its text: what the timeline holds for the tool call until someone
     /// asks for the merged call as a tree.
     pub fn into_content(mut self) -> Option<Content> {
-        let range = self.content?;
+        let range = self.spans.content?;
         // Kept until the next update with a content: not with the room of a longer line the
         // reader's buffer once held.
         if self.line.capacity() > 2 * self.line.len() {
@@ -217,7 +208,7 @@ impl ToolUpdate {
         Some(Content {
             line: self.line,
             range,
-            has_diff: self.has_diff,
+            has_diff: self.spans.has_diff,
         })
     }
 }
@@ -243,7 +234,8 @@ impl Content {
     }
 }
 
-/// Where each field read lies in the line (`ToolUpdate` without the line).
+/// Where each field read lies in the line.
+#[derive(Debug)]
 struct Spans {
     session_id: Range<usize>,
     tool_call_id: Range<usize>,
@@ -252,25 +244,9 @@ struct Spans {
     kind: Option<Range<usize>>,
     status: Option<Range<usize>>,
     content: Option<Range<usize>>,
+    /// The `content` items of type `diff`: whether there is one, and their string `path`s.
     has_diff: bool,
     diff_paths: Vec<String>,
-}
-
-impl Spans {
-    fn into_update(self, line: String) -> ToolUpdate {
-        ToolUpdate {
-            line,
-            session_id: self.session_id,
-            tool_call_id: self.tool_call_id,
-            variant: self.variant,
-            title: self.title,
-            kind: self.kind,
-            status: self.status,
-            content: self.content,
-            has_diff: self.has_diff,
-            diff_paths: self.diff_paths,
-        }
-    }
 }
 
 /// The byte range of `part` in `whole`; `part` is a slice of `whole` (borrowed by serde from it).
