@@ -18,12 +18,8 @@ pub struct SourceText<'a> {
 impl<'a> SourceText<'a> {
     pub fn new(text: &'a str) -> Self {
         let mut line_starts = vec![0];
-        line_starts.extend(
-            text.bytes()
-                .enumerate()
-                .filter(|&(_, b)| b == b'\n')
-                .map(|(i, _)| i + 1),
-        );
+        // A char search (memchr), not a byte-by-byte filter: a long scenario's text is megabytes.
+        line_starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
         SourceText { text, line_starts }
     }
 

@@ -165,18 +165,24 @@ pub struct Compiled {
 /// Reads `text` as JSON (the same parser and errors as `serde_json::from_str`) into a
 /// [`JsonText`] without building its tree.
 pub fn compile(text: &str) -> Result<Compiled, serde_json::Error> {
+    // The path and keys are scratch, empty again once a frame is read: a long scenario's
+    // frames share one pair per thread rather than allocating two vectors each.
+    let (path, keys) = SCRATCH.take();
     let mut c = Compiler {
         // Compact text is about as long as the text written (no longer, but for numbers).
         out: Vec::with_capacity(text.len()),
-        // Room for a frame's depth and keys at once rather than growing them step by step (a
-        // `tool_call_update` holds up to 13 keys at once, 6 deep).
-        path: Vec::with_capacity(16),
-        keys: Vec::with_capacity(16),
+        path,
+        keys,
         ..Compiler::default()
     };
     let mut de = serde_json::Deserializer::from_str(text);
     let is_object = Node(&mut c).deserialize(&mut de)?;
     de.end()?;
+    let mut path = std::mem::take(&mut c.path);
+    let mut keys = std::mem::take(&mut c.keys);
+    path.clear();
+    keys.clear();
+    SCRATCH.set((path, keys));
     if c.mirrorless || c.out.len() > u32::MAX as usize {
         return Ok(Compiled {
             frame: JsonText::new(text),
@@ -197,6 +203,18 @@ pub fn compile(text: &str) -> Result<Compiled, serde_json::Error> {
         is_object,
         uses: Some(uses),
     })
+}
+
+/// Whether `s` holds a `${`. Most strings of a frame hold no `$` at all, and a byte search
+/// (`memchr`) rejects them faster than a substring search of a short string.
+fn holds_template(s: &str) -> bool {
+    s.contains('$') && s.contains("${")
+}
+
+thread_local! {
+    /// [`Compiler::path`] and [`Compiler::keys`] between two frames (empty; their room kept).
+    static SCRATCH: std::cell::Cell<(Vec<Segment>, Vec<Range<usize>>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 
 /// One step of [`Compiler::path`].
@@ -228,7 +246,7 @@ impl Compiler {
     fn string(&mut self, s: &str) {
         let start = self.out.len();
         write_json(&mut self.out, s);
-        if !s.contains("${") {
+        if !holds_template(s) {
             return;
         }
         let pieces = match template::parse(s) {
@@ -242,24 +260,34 @@ impl Compiler {
             }
         };
         let whole = pieces.len() == 1;
-        let pointer = self.pointer();
+        let mut pointer = Some(self.pointer());
         let mut kind = HoleKind::Splice;
+        let mut left = pieces
+            .iter()
+            .filter(|p| matches!(p, Piece::Var { .. }))
+            .count();
         for p in pieces {
-            if let Piece::Var { name, .. } = p {
-                if whole {
-                    kind = if name == "id" && pointer == "/id" {
-                        HoleKind::FreshId
-                    } else {
-                        HoleKind::Whole
-                    };
-                }
-                self.uses.push(VarUse {
-                    name: name.to_owned(),
-                    whole,
-                    pointer: pointer.clone(),
-                    in_key: false,
-                });
+            let Piece::Var { name, .. } = p else { continue };
+            left -= 1;
+            if whole {
+                kind = if name == "id" && pointer.as_deref() == Some("/id") {
+                    HoleKind::FreshId
+                } else {
+                    HoleKind::Whole
+                };
             }
+            // The last use takes the pointer; the others (a string with several variables,
+            // rare) copy it.
+            let pointer = match left {
+                0 => pointer.take().unwrap_or_default(),
+                _ => pointer.clone().unwrap_or_default(),
+            };
+            self.uses.push(VarUse {
+                name: name.to_owned(),
+                whole,
+                pointer,
+                in_key: false,
+            });
         }
         self.holes.push(Hole {
             at: start as u32..self.out.len() as u32,
@@ -274,7 +302,7 @@ impl Compiler {
         let token = start..self.out.len();
         let written = &self.out[token.clone()];
         // A template in a key may fill to a repeat of another key.
-        if k.contains("${")
+        if holds_template(k)
             || self.keys[first..]
                 .iter()
                 .any(|r| &self.out[r.clone()] == written)
@@ -507,8 +535,13 @@ mod tests {
     #[test]
     fn uses_and_template_errors_are_those_of_the_tree() {
         for text in [
+            // A deep frame first: the path and key scratch is reused by the frames after it.
+            r#"[{"a":{"b":{"c":{"d":["${deep}"]}}}},{"a":"${shallow}"}]"#,
             r#"{"a":"${sessionId}","b":["x${n}y",{"c":"${obj}"}],"d/e~":"${n}"}"#,
             r#"{"a":"${ok}","b":"${bad name}","c":"${unterminated"}"#,
+            // A `$` without a `{` after it, then a template later in the same string; several
+            // variables in one string (each use has the string's pointer).
+            r#"{"a":"$5 $","b":"cost: $${x} $ ${y}","c":"${p}-${q}-${p}","$k":["$","${z}$"]}"#,
         ] {
             let tree: Value = serde_json::from_str(text).unwrap();
             assert_eq!(

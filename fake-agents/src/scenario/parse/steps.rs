@@ -74,21 +74,19 @@ impl Ctx<'_> {
             .into_iter()
             .map(|(k, at)| (k, if at == 0 { start } else { at }))
             .collect();
-        let kinds: Vec<(&str, usize)> = present
-            .iter()
-            .copied()
-            .filter(|(k, _)| KIND_KEYS.contains(k))
-            .collect();
-        let kind = match kinds.as_slice() {
-            [] => {
+        // The kind keys present: only the first two matter but for the error's list.
+        let kinds = || present.iter().filter(|(k, _)| KIND_KEYS.contains(k));
+        let mut first_two = kinds();
+        let kind = match (first_two.next(), first_two.next()) {
+            (None, _) => {
                 return Err(self.err(
                     start,
                     format!("a step needs exactly one of {}", KIND_KEYS.join(", ")),
                 ));
             }
-            [(k, _)] => *k,
-            [_, (_, second), ..] => {
-                let names: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
+            (Some((k, _)), None) => *k,
+            (Some(_), Some((_, second))) => {
+                let names: Vec<&str> = kinds().map(|(k, _)| *k).collect();
                 return Err(self.err(
                     *second,
                     format!(
