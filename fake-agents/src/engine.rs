@@ -17,9 +17,11 @@
 //! * Every wait has a deadline (the step timeout); nothing panics on client input.
 //!
 //! Modules: `conn` the agent connection (accepted lazily, an [`AgentLink`]; waits and
-//! writes) · `steps` the wire steps · `user` the background user-action queue.
+//! writes) · `steps` the wire steps · `owned` the steps of a run that frees them as it goes ·
+//! `user` the background user-action queue.
 
 mod conn;
+mod owned;
 mod steps;
 mod user;
 
@@ -27,6 +29,7 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -40,6 +43,7 @@ use crate::vars::Vars;
 use crate::wire;
 use acp_vocab::note::Note;
 use acp_vocab::transcript::Recorder;
+use owned::OwnedSteps;
 use user::{Queued, UserProgress, drive_user};
 
 /// How to run a case.
@@ -205,6 +209,37 @@ pub async fn run<C: Connector, U: UserDriver>(
     user: &mut U,
     rec: &Recorder,
 ) -> Outcome {
+    play(case, None, cfg, connector, user, rec).await
+}
+
+/// [`run`], freeing each top-level step once it is played, when `case` holds the only reference
+/// to its scenario: the steps are taken out of the scenario (it has none afterwards) and each is
+/// dropped as soon as the next one starts, so a long scenario's steps (about 0.45 KB each, most
+/// of it a `send` frame's text) do not stay alive beside the transcript they turn into
+/// (docs/performance.md, "Frames per scenario"). Nothing of a step is needed once it has run: a
+/// run's end, notes and messages carry copies of its label and line. A scenario shared with
+/// other cases (an `each = true` expansion, a caller that keeps it) is played as by [`run`].
+pub async fn run_freeing_steps<C: Connector, U: UserDriver>(
+    case: &mut Case,
+    cfg: &EngineConfig,
+    connector: &mut C,
+    user: &mut U,
+    rec: &Recorder,
+) -> Outcome {
+    let owned = Arc::get_mut(&mut case.scenario)
+        .map(|scenario| OwnedSteps::new(std::mem::take(&mut scenario.steps)));
+    play(case, owned, cfg, connector, user, rec).await
+}
+
+/// Plays `case`: its own steps, or `owned` (taken out of it) when given.
+async fn play<C: Connector, U: UserDriver>(
+    case: &Case,
+    owned: Option<OwnedSteps>,
+    cfg: &EngineConfig,
+    connector: &mut C,
+    user: &mut U,
+    rec: &Recorder,
+) -> Outcome {
     let (queue_tx, queue_rx) = mpsc::unbounded_channel();
     let (progress_tx, progress_rx) = watch::channel(UserProgress::default());
     let mut engine = Engine {
@@ -226,7 +261,7 @@ pub async fn run<C: Connector, U: UserDriver>(
         more_sends: false,
     };
     let result = {
-        let steps = engine.run_all();
+        let steps = engine.run_all(owned);
         let users = drive_user(user, queue_rx, progress_tx);
         tokio::pin!(steps, users);
         tokio::select! {
@@ -314,11 +349,17 @@ const BATCH_BYTES: usize = 64 * 1024;
 type StepResult = Result<(), Stop>;
 
 impl<'a, C: Connector> Engine<'a, C> {
-    async fn run_all(&mut self) -> StepResult {
+    async fn run_all(&mut self, owned: Option<OwnedSteps>) -> StepResult {
         self.vars = Vars::initial(&self.case.scenario, &self.cfg.cwd, &self.cfg.outside)
             .map_err(Stop::Harness)?;
-        let steps: &'a [Step] = &self.case.scenario.steps;
-        match self.run_steps(steps).await {
+        let played = match owned {
+            Some(steps) => self.run_owned_steps(steps).await,
+            None => {
+                let steps: &'a [Step] = &self.case.scenario.steps;
+                self.run_steps(steps).await
+            }
+        };
+        match played {
             Ok(()) | Err(Stop::Ended) => self.wait_user_idle().await,
             Err(other) => Err(other),
         }
@@ -327,25 +368,33 @@ impl<'a, C: Connector> Engine<'a, C> {
     /// Boxed because `await` cases run nested steps (recursion).
     fn run_steps<'s>(
         &'s mut self,
-        steps: &'a [Step],
-    ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 's>>
-    where
-        'a: 's,
-    {
+        steps: &'s [Step],
+    ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 's>> {
         Box::pin(async move {
             for (i, step) in steps.iter().enumerate() {
-                self.more_sends = matches!(
-                    steps.get(i + 1).map(|next| &next.kind),
-                    Some(StepKind::Send { .. })
-                );
-                if let Err(stop) = self.step(step).await {
-                    // Frames recorded as sent must reach the client, whatever stopped the run.
-                    self.flush_outbox().await;
-                    return Err(stop);
-                }
+                self.play_step(step, steps.get(i + 1)).await?;
             }
             Ok(())
         })
+    }
+
+    /// The top-level steps, each dropped once played ([`run_freeing_steps`]).
+    async fn run_owned_steps(&mut self, mut steps: OwnedSteps) -> StepResult {
+        while let Some(step) = steps.next() {
+            self.play_step(&step, steps.peek()).await?;
+        }
+        Ok(())
+    }
+
+    /// Runs `step`, whose list goes on with `next`.
+    async fn play_step(&mut self, step: &Step, next: Option<&Step>) -> StepResult {
+        self.more_sends = matches!(next.map(|next| &next.kind), Some(StepKind::Send { .. }));
+        let result = self.step(step).await;
+        if result.is_err() {
+            // Frames recorded as sent must reach the client, whatever stopped the run.
+            self.flush_outbox().await;
+        }
+        result
     }
 
     fn step_ref(&self, step: &Step) -> String {

@@ -114,11 +114,11 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
 }
 
 /// Runs one case against one client and grades it, dropping the case once it is played. Grading
-/// reads the record alone (its `CaseMeta` is copied out of the scenario), so when this case held
-/// the last reference to its scenario, the scenario's steps (about 0.45 KB a step of a long
-/// turn) are freed before the judge builds its model of the transcript, and the case's peak
-/// memory holds the steps or the judge's model, not both (docs/performance.md).
-pub async fn run_owned_case(case: Case, client: &ClientSpec, cfg: &RunConfig) -> CaseResult {
+/// reads the record alone (its `CaseMeta` is copied out of the scenario), so when this case holds
+/// the only reference to its scenario, the scenario's steps (about 0.45 KB a step of a long
+/// turn) are freed one by one as they are played, and the case's peak memory holds neither them
+/// beside the finished transcript nor beside the judge's model (docs/performance.md).
+pub async fn run_owned_case(mut case: Case, client: &ClientSpec, cfg: &RunConfig) -> CaseResult {
     let started = Instant::now();
     let rec = Recorder::new();
     let mut timing = CaseTiming::default();
@@ -130,7 +130,8 @@ pub async fn run_owned_case(case: Case, client: &ClientSpec, cfg: &RunConfig) ->
         .context("cannot create the case's tempdir");
     let (dir, outcome) = match dir {
         Ok(dir) => {
-            let outcome = run_case_inner(&case, client, cfg, &rec, &mut timing, dir.path()).await;
+            let outcome =
+                run_case_inner(&mut case, client, cfg, &rec, &mut timing, dir.path()).await;
             (Some(dir), outcome)
         }
         Err(err) => (None, Err(err)),
@@ -224,8 +225,11 @@ fn case_meta(case: &Case, cfg: &RunConfig) -> CaseMeta {
     }
 }
 
+/// Plays `case` and records it. When the case holds the only reference to its scenario, the
+/// engine takes the steps out of it and frees each once played (`engine::run_freeing_steps`): the
+/// scenario has no steps afterwards, and nothing here reads them after the play starts.
 async fn run_case_inner(
-    case: &Case,
+    case: &mut Case,
     client: &ClientSpec,
     cfg: &RunConfig,
     rec: &Recorder,
@@ -377,7 +381,13 @@ async fn run_case_inner(
                     // An adapter that cannot do a user step of the scenario (reopen, list or
                     // close a session, switch a mode …) cannot play it; nothing of it is judged.
                     let missing = unsupported_commands(case, &record.control_supports);
-                    let run = engine::run(case, &engine_cfg, &mut connector, &mut plane, rec);
+                    let run = engine::run_freeing_steps(
+                        case,
+                        &engine_cfg,
+                        &mut connector,
+                        &mut plane,
+                        rec,
+                    );
                     match missing {
                         Some(reason) => {
                             rec.note(&Note::NotApplicable {
@@ -453,7 +463,7 @@ async fn run_case_inner(
                 },
             };
             observer = Some(obs);
-            let run = engine::run(case, &engine_cfg, &mut connector, &mut user, rec);
+            let run = engine::run_freeing_steps(case, &engine_cfg, &mut connector, &mut user, rec);
             match tokio::time::timeout_at(deadline, while_client_lives(run, &launched, &gone)).await
             {
                 Ok(outcome) => {

@@ -15,7 +15,7 @@ use crate::scenario::{
 use crate::template;
 
 impl<'a, C: Connector> Engine<'a, C> {
-    pub(super) async fn step(&mut self, step: &'a Step) -> StepResult {
+    pub(super) async fn step(&mut self, step: &Step) -> StepResult {
         self.check_user()?;
         let timeout = self.timeout(step);
         match &step.kind {
@@ -73,7 +73,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         }
     }
 
-    pub(super) async fn handshake(&mut self, step: &'a Step, timeout: Duration) -> StepResult {
+    pub(super) async fn handshake(&mut self, step: &Step, timeout: Duration) -> StepResult {
         for (method, frame) in [("initialize", "initialize"), ("session/new", "session_new")] {
             let expect = Expect {
                 what: Expected::Method(method.into()),
@@ -257,10 +257,10 @@ impl<'a, C: Connector> Engine<'a, C> {
 
     pub(super) async fn await_answer(
         &mut self,
-        step: &'a Step,
+        step: &Step,
         alias: &str,
         bind: &[(String, String)],
-        cases: &'a [OnCase],
+        cases: &[OnCase],
         timeout: Duration,
     ) -> StepResult {
         let Some(sent) = self.sent.get(alias).cloned() else {
