@@ -380,7 +380,7 @@ impl<'a, C: Connector> Engine<'a, C> {
 
     /// The top-level steps, each dropped once played ([`run_freeing_steps`]).
     async fn run_owned_steps(&mut self, mut steps: OwnedSteps) -> StepResult {
-        while let Some(step) = steps.next() {
+        while let Some(step) = steps.take_next() {
             self.play_step(&step, steps.peek()).await?;
         }
         Ok(())

@@ -23,7 +23,7 @@ impl OwnedSteps {
     }
 
     /// The next step, now owned by the caller (dropped when it is done with it).
-    pub(super) fn next(&mut self) -> Option<Step> {
+    pub(super) fn take_next(&mut self) -> Option<Step> {
         let step = self.rest.pop_front()?;
         // Halving the room whenever half of it is unused moves each step at most once more in
         // all (a geometric series), and keeps the buffer within twice what is left.
@@ -33,7 +33,7 @@ impl OwnedSteps {
         Some(step)
     }
 
-    /// The step after the one [`OwnedSteps::next`] handed out last.
+    /// The step after the one [`OwnedSteps::take_next`] handed out last.
     pub(super) fn peek(&self) -> Option<&Step> {
         self.rest.front()
     }
@@ -59,7 +59,7 @@ mod tests {
         let n = 5000;
         let mut steps = OwnedSteps::new((1..=n).map(step).collect());
         let mut seen = Vec::new();
-        while let Some(s) = steps.next() {
+        while let Some(s) = steps.take_next() {
             if let Some(next) = steps.peek() {
                 assert_eq!(next.top, s.top + 1);
             }
