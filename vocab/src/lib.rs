@@ -10,12 +10,16 @@
 //! * [`modes`] — what a client shows of a session's modes and config options.
 //! * [`policy`] — what a client declares it approves by itself.
 //! * [`run_end`] — how a case's run ended ([`run_end::RunEnd`]).
+//! * [`split_work`] — one way every stage splits a long input over scoped threads
+//!   ([`split_work::alongside`]).
 //!
-//! The crate has no I/O and no policy: it says what the words are, not what to do with them.
+//! The crate has no I/O and no policy: it says what the words are, not what to do with them
+//! (and, in [`split_work`], how the stages that share it split work alike).
 pub mod control;
 pub mod family;
 pub mod modes;
 pub mod note;
 pub mod policy;
 pub mod run_end;
+pub mod split_work;
 pub mod transcript;

@@ -17,6 +17,8 @@ use serde_json::Value;
 
 use crate::template::{self, Piece, ValueTemplateError, VarUse};
 
+mod plain;
+
 /// A JSON template kept as text (checked by the parser), parsed again only where it has to be.
 /// A parsed frame with `serde_json`'s order-preserving maps takes about ten times its text
 /// (3.3 KB for a 270-byte `tool_call_update`), and a scenario keeps every step for the whole run.
@@ -165,44 +167,31 @@ pub struct Compiled {
 /// Reads `text` as JSON (the same parser and errors as `serde_json::from_str`) into a
 /// [`JsonText`] without building its tree.
 pub fn compile(text: &str) -> Result<Compiled, serde_json::Error> {
-    // The path and keys are scratch, empty again once a frame is read: a long scenario's
-    // frames share one pair per thread rather than allocating two vectors each.
-    let (path, keys) = SCRATCH.take();
-    let mut c = Compiler {
-        // Compact text is about as long as the text written (no longer, but for numbers).
-        out: Vec::with_capacity(text.len()),
-        path,
-        keys,
-        ..Compiler::default()
-    };
-    let mut de = serde_json::Deserializer::from_str(text);
-    let is_object = Node(&mut c).deserialize(&mut de)?;
-    de.end()?;
-    let mut path = std::mem::take(&mut c.path);
-    let mut keys = std::mem::take(&mut c.keys);
-    path.clear();
-    keys.clear();
-    SCRATCH.set((path, keys));
-    if c.mirrorless || c.out.len() > u32::MAX as usize {
-        return Ok(Compiled {
-            frame: JsonText::new(text),
-            is_object,
-            uses: None,
-        });
+    // Nearly every frame of a long scenario is already compact: it is read without serde.
+    match plain::compile(text) {
+        Some(compiled) => Ok(compiled),
+        None => compile_by_serde(text),
     }
-    let uses = match c.error {
-        Some(e) => Err(e),
-        None => Ok(c.uses),
+}
+
+/// [`compile`] through `serde_json`'s reader, for any text.
+fn compile_by_serde(text: &str) -> Result<Compiled, serde_json::Error> {
+    let mut c = Compiler::new(Vec::with_capacity(
+        // Compact text is about as long as the text written (no longer, but for numbers).
+        text.len(),
+    ));
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read = Node(&mut c)
+        .deserialize(&mut de)
+        .and_then(|is_object| de.end().map(|()| is_object));
+    let is_object = match read {
+        Ok(is_object) => is_object,
+        Err(e) => {
+            c.finish();
+            return Err(e);
+        }
     };
-    Ok(Compiled {
-        frame: JsonText {
-            // Compact JSON is UTF-8: it is the input's strings, escaped by serde_json.
-            text: String::from_utf8(c.out).unwrap_or_default().into(),
-            holes: Some(c.holes.into()),
-        },
-        is_object,
-        uses: Some(uses),
-    })
+    Ok(c.into_compiled(text, is_object))
 }
 
 /// Whether `s` holds a `${`. Most strings of a frame hold no `$` at all, and a byte search
@@ -243,9 +232,62 @@ struct Compiler {
 }
 
 impl Compiler {
+    /// A compiler writing into `out`, with the thread's scratch path and keys.
+    fn new(out: Vec<u8>) -> Self {
+        // The path and keys are scratch, empty again once a frame is read: a long scenario's
+        // frames share one pair per thread rather than allocating two vectors each.
+        let (path, keys) = SCRATCH.take();
+        Compiler {
+            out,
+            path,
+            keys,
+            ..Compiler::default()
+        }
+    }
+
+    /// Gives the path and keys back to the thread's scratch.
+    fn finish(&mut self) {
+        let mut path = std::mem::take(&mut self.path);
+        let mut keys = std::mem::take(&mut self.keys);
+        path.clear();
+        keys.clear();
+        SCRATCH.set((path, keys));
+    }
+
+    /// The frame read from `text` (whose value was an object if `is_object`).
+    fn into_compiled(mut self, text: &str, is_object: bool) -> Compiled {
+        self.finish();
+        if self.mirrorless || self.out.len() > u32::MAX as usize {
+            return Compiled {
+                frame: JsonText::new(text),
+                is_object,
+                uses: None,
+            };
+        }
+        let uses = match self.error {
+            Some(e) => Err(e),
+            None => Ok(self.uses),
+        };
+        Compiled {
+            frame: JsonText {
+                // Compact JSON is UTF-8: it is the input's strings, escaped by serde_json.
+                text: String::from_utf8(self.out).unwrap_or_default().into(),
+                holes: Some(self.holes.into()),
+            },
+            is_object,
+            uses: Some(uses),
+        }
+    }
+
     fn string(&mut self, s: &str) {
         let start = self.out.len();
         write_json(&mut self.out, s);
+        self.string_at(s, start..self.out.len());
+    }
+
+    /// The string value `s`, written in `out` as the token at `token`: a hole and its uses if
+    /// it holds a template.
+    fn string_at(&mut self, s: &str, token: Range<usize>) {
         if !holds_template(s) {
             return;
         }
@@ -290,7 +332,7 @@ impl Compiler {
             });
         }
         self.holes.push(Hole {
-            at: start as u32..self.out.len() as u32,
+            at: token.start as u32..token.end as u32,
             kind,
         });
     }
@@ -299,13 +341,26 @@ impl Compiler {
     fn key(&mut self, k: &str, first: usize) {
         let start = self.out.len();
         write_json(&mut self.out, k);
-        let token = start..self.out.len();
-        let written = &self.out[token.clone()];
+        self.key_at(k, start..self.out.len(), first);
+    }
+
+    /// The key `k`, written in `out` as the token at `token`, of the object whose keys start
+    /// at `first`: checked for a repeat or a template.
+    fn key_at(&mut self, k: &str, token: Range<usize>, first: usize) {
         // A template in a key may fill to a repeat of another key.
-        if holds_template(k)
-            || self.keys[first..]
-                .iter()
-                .any(|r| &self.out[r.clone()] == written)
+        if holds_template(k) {
+            self.mirrorless = true;
+        }
+        self.key_token(token, first);
+    }
+
+    /// A key without a template, written in `out` as the token at `token`, of the object
+    /// whose keys start at `first`: checked for a repeat.
+    fn key_token(&mut self, token: Range<usize>, first: usize) {
+        let written = &self.out[token.clone()];
+        if self.keys[first..]
+            .iter()
+            .any(|r| &self.out[r.clone()] == written)
         {
             self.mirrorless = true;
         }

@@ -10,6 +10,7 @@
 //! text and position. What it accepts it reads to exactly what toml and serde give, spans
 //! included (the tests compare both on every shipped scenario and on mutated copies).
 
+use acp_vocab::split_work;
 use toml::Spanned;
 
 use super::raw::{BoxedStep, RawFile, RawStep, S};
@@ -66,22 +67,18 @@ fn read_tail(text: &str, start: usize) -> Option<Vec<Spanned<BoxedStep>>> {
     let Some(mid) = mid else {
         return read_steps(text, start, text.len());
     };
-    std::thread::scope(|scope| {
-        // If no thread can be started, this one reads both halves.
-        let second = std::thread::Builder::new()
-            .spawn_scoped(scope, || read_steps(text, mid, text.len()))
-            .ok();
-        let first = read_steps(text, start, mid);
-        let second = match second {
-            Some(thread) => thread
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            None => read_steps(text, mid, text.len()),
-        };
-        let mut steps = first?;
-        steps.extend(second?);
-        Some(steps)
-    })
+    // The second half on another thread (or here, after the first, if none can be started).
+    let (first, second) = split_work::alongside(
+        "scenario-read",
+        || read_steps(text, start, mid),
+        [(mid, text.len())],
+        |(from, to)| read_steps(text, from, to),
+    );
+    let mut steps = first?;
+    for half in second {
+        steps.extend(half?);
+    }
+    Some(steps)
 }
 
 /// Every step from `start` (a `[[step]]` header) to `end` (a line start or the end of the

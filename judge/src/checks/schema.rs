@@ -16,6 +16,8 @@
 //!
 //! [`SCHEMA_VERSION`]: crate::acp_schema::SCHEMA_VERSION
 
+use acp_vocab::split_work;
+
 use super::{Check, Finding, Problems};
 use crate::acp_schema::{PayloadKind, Validation, validate, wrong_message_kind};
 use crate::record::CaseRecord;
@@ -67,8 +69,9 @@ const PARALLEL_FROM: usize = 8_192;
 const MAX_THREADS: usize = 4;
 
 /// Every violation, in transcript order. A long transcript is cut into consecutive runs of
-/// frames validated on threads of their own; the runs' violations are put back in order, so the
-/// result is exactly that of one pass.
+/// frames, the first validated here and the others on threads of their own
+/// ([`split_work::alongside`]); the runs' violations are put back in order, so the result is
+/// exactly that of one pass.
 fn violations(model: &WireModel<'_>) -> Vec<Violation> {
     let msgs = model.msgs.as_slice();
     let threads = if msgs.len() < PARALLEL_FROM {
@@ -83,32 +86,16 @@ fn violations(model: &WireModel<'_>) -> Vec<Violation> {
         return violations_in(model, msgs);
     }
     let chunk = msgs.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let mut runs = msgs.chunks(chunk);
-        let first = runs.next().unwrap_or_default();
-        // A run whose thread cannot be started (a process at its thread limit) is validated
-        // here, after the first.
-        let others: Vec<_> = runs
-            .map(|run| {
-                std::thread::Builder::new()
-                    .name("schema-check".into())
-                    .spawn_scoped(scope, move || violations_in(model, run))
-                    .map_err(|_| run)
-            })
-            .collect();
-        let mut all = violations_in(model, first);
-        for other in others {
-            match other {
-                Ok(thread) => match thread.join() {
-                    Ok(found) => all.extend(found),
-                    // The same panic as if the run had been validated here.
-                    Err(panic) => std::panic::resume_unwind(panic),
-                },
-                Err(run) => all.extend(violations_in(model, run)),
-            }
-        }
-        all
-    })
+    let mut runs = msgs.chunks(chunk);
+    let first = runs.next().unwrap_or_default();
+    let (mut all, others) = split_work::alongside(
+        "schema-check",
+        || violations_in(model, first),
+        runs,
+        |run| violations_in(model, run),
+    );
+    all.extend(others.into_iter().flatten());
+    all
 }
 
 /// The violations among `msgs` (a run of `model.msgs`), in order.

@@ -21,11 +21,14 @@ const PARALLEL_FROM: usize = 1024;
 
 /// Where the walk hands over to frames compiled ahead, or `None` to compile every frame in the
 /// walk (short scenarios, one core). The walk compiles its own frames up to there and then
-/// checks the rest, so the other thread takes more than half: the last 3/5 of the steps.
+/// checks the rest, which costs little next to compiling them; the other thread compiles the
+/// same frames about 1.3 times slower (its malloc arena is new: its first touches fault pages
+/// in). Measured per thread (docs/performance.md), the two are even when the other thread
+/// takes the last 4/9 of the steps.
 pub(super) fn split_point(steps: usize) -> Option<usize> {
     // Asked only of a long scenario: on Linux the answer reads the cgroup's files.
     let cores = || std::thread::available_parallelism().map_or(1, NonZeroUsize::get);
-    (steps >= PARALLEL_FROM && cores() > 1).then_some(steps * 2 / 5)
+    (steps >= PARALLEL_FROM && cores() > 1).then_some(steps * 5 / 9)
 }
 
 /// The compiled `send` frame of each step (`None` for other steps).

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use acp_vocab::split_work;
 use toml::Spanned;
 
 use super::{Ctx, Offered, R, frames_ahead, list_ids};
@@ -34,28 +35,26 @@ impl Ctx<'_> {
             }
             return Ok(out);
         };
-        // A long scenario: the later steps' frames are compiled on another thread meanwhile.
-        std::thread::scope(|scope| {
-            // If no thread can be started, the walk compiles every frame itself.
-            let ahead = std::thread::Builder::new()
-                .spawn_scoped(scope, || frames_ahead::compile_sends(&raws[mid..]))
-                .ok();
-            for (i, raw) in raws[..mid].iter().enumerate() {
-                out.push(self.step(raw, label(i), top.unwrap_or(i + 1), None)?);
-            }
-            let compiled = match ahead {
-                Some(thread) => thread
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-                None => Vec::new(),
-            };
-            let mut compiled = compiled.into_iter();
-            for (i, raw) in raws.iter().enumerate().skip(mid) {
-                let ahead = compiled.next().flatten();
-                out.push(self.step(raw, label(i), top.unwrap_or(i + 1), ahead)?);
-            }
-            Ok(out)
-        })
+        // A long scenario: the later steps' frames are compiled on another thread meanwhile
+        // (or here, after the walk's part, if no thread can be started).
+        let (walked, ahead) = split_work::alongside(
+            "scenario-frames",
+            || -> R<()> {
+                for (i, raw) in raws[..mid].iter().enumerate() {
+                    out.push(self.step(raw, label(i), top.unwrap_or(i + 1), None)?);
+                }
+                Ok(())
+            },
+            [&raws[mid..]],
+            frames_ahead::compile_sends,
+        );
+        walked?;
+        let mut compiled = ahead.into_iter().flatten();
+        for (i, raw) in raws.iter().enumerate().skip(mid) {
+            let ahead = compiled.next().flatten();
+            out.push(self.step(raw, label(i), top.unwrap_or(i + 1), ahead)?);
+        }
+        Ok(out)
     }
 
     /// One step; `compiled` is its `send` frame if it was compiled ahead ([`frames_ahead`]).
