@@ -294,7 +294,7 @@ fn grade(turn: &PermissionTurn, record: &mut CaseRecord) -> Result<(), String> {
     let mut trials: Vec<Trial> = checks()
         .iter()
         .map(|check| {
-            let finding = check.evaluate_with(&record, &model);
+            let finding = check.evaluate_with(record, &model);
             Trial {
                 check: check.id(),
                 rules: check.rules(),
