@@ -173,19 +173,37 @@ fn set_string(call: &mut Map<String, Value>, key: &str, value: &str) {
     }
 }
 
+/// Whether an announcement's field `key` replaces the effective tool call's: `null` changes
+/// nothing, and a kind of `other` (or an unknown word) never overrides a specific kind.
+fn merges(call: &Map<String, Value>, key: &str, value: &Value) -> bool {
+    !(value.is_null()
+        || key == "sessionUpdate"
+        || (key == "kind"
+            && !is_specific_kind(value)
+            && call.get("kind").is_some_and(is_specific_kind)))
+}
+
 /// Merge one announcement into an effective tool call (its fields are moved in).
 fn merge(call: &mut Map<String, Value>, update: Map<String, Value>) {
     for (key, value) in update {
-        if value.is_null() || key == "sessionUpdate" {
-            continue;
+        if merges(call, &key, &value) {
+            call.insert(key, value);
         }
-        if key == "kind"
-            && !is_specific_kind(&value)
-            && call.get("kind").is_some_and(is_specific_kind)
-        {
-            continue;
+    }
+}
+
+/// [`merge`] of a borrowed announcement: only the fields merged are copied, not the whole map
+/// first (the in-process fuzz target announces every frame through [`Timeline::announce`]).
+fn merge_copied(call: &mut Map<String, Value>, update: &Map<String, Value>) {
+    for (key, value) in update {
+        if merges(call, key, value) {
+            match call.get_mut(key.as_str()) {
+                Some(slot) => *slot = value.clone(),
+                None => {
+                    call.insert(key.clone(), value.clone());
+                }
+            }
         }
-        call.insert(key, value);
     }
 }
 
@@ -228,7 +246,9 @@ impl Timeline {
         update: &Map<String, Value>,
         turn: u64,
     ) -> Option<ItemView> {
-        self.announce_moved(session_id, tool_call_id, update.clone(), turn)
+        let item = self.noted(session_id, tool_call_id, update, turn);
+        merge_copied(&mut item.call, update);
+        item.merged_in()
     }
 
     /// [`Self::announce`] with the update's fields moved into the item instead of copied (the
@@ -240,18 +260,31 @@ impl Timeline {
         update: Map<String, Value>,
         turn: u64,
     ) -> Option<ItemView> {
+        let item = self.noted(session_id, tool_call_id, &update, turn);
+        merge(&mut item.call, update);
+        item.merged_in()
+    }
+
+    /// The item an announcement is about (created if new), with what the announcement names
+    /// noted before its fields are merged.
+    fn noted(
+        &mut self,
+        session_id: &str,
+        tool_call_id: &str,
+        update: &Map<String, Value>,
+        turn: u64,
+    ) -> &mut Item {
         let item = self.item(session_id, tool_call_id, turn);
         item.note(
             update.get("kind").and_then(Value::as_str),
-            places_of(&update),
+            places_of(update),
             update.get("status").is_some_and(|s| !s.is_null()),
         );
         if update.get("content").is_some_and(|c| !c.is_null()) {
             // A parsed `content` replaces one kept as text.
             item.content = None;
         }
-        merge(&mut item.call, update);
-        item.merged_in()
+        item
     }
 
     /// [`Self::announce_moved`] of a tool call's `session/update` read from its line: the same

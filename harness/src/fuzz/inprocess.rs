@@ -11,6 +11,8 @@
 //! the typed message of a control entry), control entries without their JSON too; both are filled
 //! in only for a finding's summary, which keeps a turn in the tens of microseconds.
 
+use std::cell::RefCell;
+
 use acp_vocab::control::{
     Approval, ApprovalResolved, Command, Event, Item, Message, Outcome, PresentedOption,
     ResolvedBy, Subject,
@@ -29,6 +31,12 @@ use acp_judge::wire_model::WireModel;
 
 const SESSION_ID: &str = "sess_fuzz";
 const TOOL_CALL_ID: &str = "call_1";
+
+thread_local! {
+    /// A turn's [`CaseRecord`], kept for the thread's next turn between [`play`]s (its
+    /// transcript emptied).
+    static RECORD: RefCell<Option<CaseRecord>> = const { RefCell::new(None) };
+}
 
 /// A timeline item as the client shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,9 +154,15 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
         outside: "/outside",
         template: false,
     };
+    // The record of the thread's previous turn: its metadata and its transcript's buffer are
+    // reused (a dozen strings and a vector per fuzz input otherwise).
+    let mut record = RECORD
+        .with(|slot| slot.borrow_mut().take())
+        .unwrap_or_else(|| record(Vec::with_capacity(16)));
     let mut log = Log {
-        entries: Vec::with_capacity(16),
+        entries: std::mem::take(&mut record.transcript),
     };
+    log.entries.clear();
     log.event(mapping.hello());
     let request_id = json!(0);
     for frame in [
@@ -217,7 +231,11 @@ pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), Str
         log.agent(frame);
         log.item(shown);
     }
-    grade(turn, log)
+    record.transcript = log.entries;
+    let graded = grade(turn, &mut record);
+    record.transcript.clear();
+    RECORD.with(|slot| *slot.borrow_mut() = Some(record));
+    graded
 }
 
 /// The card is shown and the user acts on it: the option the client answers with, `None` for
@@ -271,13 +289,12 @@ fn user_acts(
 }
 
 /// Grades the turn's synthetic transcript. `Err` holds a readable summary of a finding.
-fn grade(turn: &PermissionTurn, log: Log) -> Result<(), String> {
-    let mut record = record(log.entries);
+fn grade(turn: &PermissionTurn, record: &mut CaseRecord) -> Result<(), String> {
     let model = WireModel::new(&record.transcript);
     let mut trials: Vec<Trial> = checks()
         .iter()
         .map(|check| {
-            let finding = check.evaluate_with(&record, &model);
+            let finding = check.evaluate_with(record, &model);
             Trial {
                 check: check.id(),
                 rules: check.rules(),
@@ -306,7 +323,7 @@ fn grade(turn: &PermissionTurn, log: Log) -> Result<(), String> {
     }
     drop(model);
     let verdict = Verdict { trials };
-    Err(summary(turn, &record, &verdict, "in-process mapping", None))
+    Err(summary(turn, record, &verdict, "in-process mapping", None))
 }
 
 /// Gives an entry of a turn with a finding what a recorded entry has: a control message its

@@ -78,10 +78,7 @@ impl Check for AutoApproval {
         let judge = Judge {
             model,
             policy: declared.as_ref().map(|d| &d.policy),
-            policy_words: declared.as_ref().map_or_else(
-                || "no policy declared (the client approves nothing by itself)".to_owned(),
-                DeclaredPolicy::describe,
-            ),
+            declared: declared.as_ref(),
             workspace: case.workspace.clone(),
             symlinks: &case.symlinks,
         };
@@ -275,12 +272,22 @@ fn locations(model: &WireModel<'_>, request: &PermissionRequest<'_>) -> Vec<(Str
 struct Judge<'m, 'a> {
     model: &'m WireModel<'a>,
     policy: Option<&'m DecisionPolicy>,
-    policy_words: String,
+    /// The policy as declared, for the messages' words only.
+    declared: Option<&'m DeclaredPolicy>,
     workspace: PathBuf,
     symlinks: &'m BTreeMap<PathBuf, PathBuf>,
 }
 
 impl Judge<'_, '_> {
+    /// The declared policy in words, written only into a message: most answers break nothing,
+    /// and the in-process fuzz target grades every turn.
+    fn policy_words(&self) -> String {
+        self.declared.map_or_else(
+            || "no policy declared (the client approves nothing by itself)".to_owned(),
+            DeclaredPolicy::describe,
+        )
+    }
+
     fn own_decision(
         &self,
         request: &PermissionRequest<'_>,
@@ -345,7 +352,7 @@ impl Judge<'_, '_> {
                     "{head}, but its effective kind {} is outside what it may approve by itself.{} Policy: {}.",
                     which.join(" and "),
                     self.grants_words(&granted),
-                    self.policy_words
+                    self.policy_words()
                 ),
                 &frames,
             );
@@ -363,7 +370,7 @@ impl Judge<'_, '_> {
                         61,
                         format!(
                             "{head}, but the tool call reaches {why} (named at #{frame}), and the policy approves only inside the workspace. Policy: {}.",
-                            self.policy_words
+                            self.policy_words()
                         ),
                         &frames,
                     );
@@ -378,7 +385,7 @@ impl Judge<'_, '_> {
                 60,
                 format!(
                     "{head}, and the option it picked, \"{option_id}\", is allow_always: a lasting grant the user never gave, and the policy does not let the client grant it by itself. Policy: {}.",
-                    self.policy_words
+                    self.policy_words()
                 ),
                 &frames,
             );
@@ -415,7 +422,7 @@ impl Judge<'_, '_> {
             59,
             format!(
                 "permission request #{} was answered cancelled at #{} although nobody cancelled (no Stop, no $/cancel_request for it): the cancelled outcome tells the agent the prompt turn was cancelled. Expected: an option of the request, or a reject when the client will not ask. Policy: {}.",
-                request.index, decision.index, self.policy_words
+                request.index, decision.index, self.policy_words()
             ),
             &[request.index, decision.index],
         );

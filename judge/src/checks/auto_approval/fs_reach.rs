@@ -112,7 +112,7 @@ impl Judge<'_, '_> {
                     fs.why,
                     if fs.write { " for a write" } else { "" },
                     if fs.write { "write" } else { "read" },
-                    self.policy_words
+                    self.policy_words()
                 ),
                 &[fs.msg.index, fs.answer],
             );
