@@ -28,8 +28,8 @@ pub async fn run_cases(
 /// Runs `cases`, `cfg.jobs` at a time, and hands each result to `on_done` with the case's
 /// position in `cases` as soon as it finishes (in the order they finish). Only the cases in
 /// flight are held: the cases are taken from the iterator as slots free up, each is dropped
-/// once played (before it is graded), and a result is the caller's once handed over, so a run of any length needs the memory of `cfg.jobs` cases
-/// (docs/performance.md, "Number of cases").
+/// once played (before it is graded), and a result is the caller's once handed over, so a run
+/// of any length needs the memory of `cfg.jobs` cases (docs/performance.md, "Number of cases").
 pub async fn for_each_case(
     cases: impl IntoIterator<Item = Case>,
     client: &ClientSpec,
