@@ -189,14 +189,15 @@ pub async fn run_owned_case(mut case: Case, client: &ClientSpec, cfg: &RunConfig
 /// Transcripts up to this many entries are graded on the runtime's worker (a millisecond or so).
 const GRADE_IN_PLACE: usize = 2_000;
 
-/// Hands the heap pages nothing uses any more back to the system (glibc's `malloc_trim`), before
-/// a long transcript is graded. The play of a long scenario frees its steps, and the scenario's
-/// parse left its own garbage, in the arenas of the threads that allocated them; the grading
-/// thread allocates the judge's model (about 0.25 KB a frame) from its own arena, which does not
-/// reuse those pages, so without this the model's memory is added on top of everything the
-/// play ever touched (docs/performance.md, "Frames per scenario"). A few milliseconds for a
-/// 10⁵-frame case; never done for a short one.
-fn release_freed_memory() {
+/// Hands the heap pages nothing uses any more back to the system (glibc's `malloc_trim`; a no-op
+/// elsewhere). Called before a long transcript is graded: the play of a long scenario frees its
+/// steps, and the scenario's parse left its own garbage, in the arenas of the threads that
+/// allocated them; the grading thread allocates the judge's model (about 0.25 KB a frame) from
+/// its own arena, which does not reuse those pages, so without this the model's memory is added
+/// on top of everything the play ever touched (docs/performance.md, "Frames per scenario"). A
+/// few milliseconds for a 10⁵-frame case; never done for a short one. The bench calls it too,
+/// before it resets the peak it measures.
+pub(crate) fn release_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only returns free heap pages to the kernel; it takes no pointers.
     unsafe {

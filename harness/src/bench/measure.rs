@@ -87,16 +87,11 @@ fn cpu(who: UsageWho) -> Duration {
 }
 
 /// Resets `VmHWM` to the current resident size. Memory the allocator kept from an earlier,
-/// larger stretch is handed back first (glibc's `malloc_trim`): otherwise a 10⁵-frame scenario
-/// would show up as the peak of every stretch after it. Where the reset is refused (not Linux,
-/// an old kernel), the peak is the process's peak since it started: an overstatement, never an
-/// understatement.
+/// larger stretch is handed back first: otherwise a 10⁵-frame scenario would show up as the peak
+/// of every stretch after it. Where the reset is refused (not Linux, an old kernel), the peak is
+/// the process's peak since it started: an overstatement, never an understatement.
 fn reset_peak_rss() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free heap pages to the kernel; it takes no pointers.
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    crate::runner::release_freed_memory();
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
