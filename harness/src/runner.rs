@@ -23,10 +23,12 @@ use crate::wire_only::WireOnlyUser;
 use acp_judge::checks::{Trial, grade_case};
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 
+mod case_dirs;
 mod case_files;
 mod client_exit;
 mod schedule;
 
+use case_dirs::{CaseDirs, needs_home};
 use case_files::files_after;
 use client_exit::{DRAIN_AFTER_EXIT, crash, unless_client_exits, while_client_lives};
 pub use schedule::{for_each_case, run_cases};
@@ -118,21 +120,31 @@ pub async fn run_case(case: &Case, client: &ClientSpec, cfg: &RunConfig) -> Case
 /// the only reference to its scenario, the scenario's steps (about 0.45 KB a step of a long
 /// turn) are freed one by one as they are played, and the case's peak memory holds neither them
 /// beside the finished transcript nor beside the judge's model (docs/performance.md).
-pub async fn run_owned_case(mut case: Case, client: &ClientSpec, cfg: &RunConfig) -> CaseResult {
+pub async fn run_owned_case(case: Case, client: &ClientSpec, cfg: &RunConfig) -> CaseResult {
+    let dirs = CaseDirs::create(needs_home(client));
+    let (result, dirs) = run_case_in(case, client, cfg, dirs).await;
+    // The tree outlives the grading: removing it (tens of ms on a busy machine) is cleanup, not
+    // part of the verdict.
+    drop(dirs);
+    result
+}
+
+/// Runs one case in `dirs`, a tree made for it alone (or the error making it, which the case
+/// records as the harness's), and hands the tree back with the result, for the caller to remove
+/// when it suits it ([`for_each_case`]: off the path of the cases in flight).
+async fn run_case_in(
+    mut case: Case,
+    client: &ClientSpec,
+    cfg: &RunConfig,
+    dirs: Result<CaseDirs>,
+) -> (CaseResult, Option<CaseDirs>) {
     let started = Instant::now();
     let rec = Recorder::new();
     let mut timing = CaseTiming::default();
-    // The case's directory outlives the grading: removing it (tens of ms on a busy machine) is
-    // cleanup, not part of the verdict.
-    let dir = tempfile::Builder::new()
-        .prefix("acp-case-")
-        .tempdir()
-        .context("cannot create the case's tempdir");
-    let (dir, outcome) = match dir {
-        Ok(dir) => {
-            let outcome =
-                run_case_inner(&mut case, client, cfg, &rec, &mut timing, dir.path()).await;
-            (Some(dir), outcome)
+    let (dirs, outcome) = match dirs {
+        Ok(dirs) => {
+            let outcome = run_case_inner(&mut case, client, cfg, &rec, &mut timing, &dirs).await;
+            (Some(dirs), outcome)
         }
         Err(err) => (None, Err(err)),
     };
@@ -177,13 +189,13 @@ pub async fn run_owned_case(mut case: Case, client: &ClientSpec, cfg: &RunConfig
         (record, trials)
     };
     timing.graded = Some(Instant::now());
-    drop(dir);
-    CaseResult {
+    let result = CaseResult {
         record,
         trials,
         duration: started.elapsed(),
         timing,
-    }
+    };
+    (result, dirs)
 }
 
 /// Transcripts up to this many entries are graded on the runtime's worker (a millisecond or so).
@@ -251,27 +263,25 @@ async fn run_case_inner(
     cfg: &RunConfig,
     rec: &Recorder,
     timing: &mut CaseTiming,
-    dir: &Path,
+    dirs: &CaseDirs,
 ) -> Result<CaseRecord> {
-    // Canonical paths: clients compare what they are given with what they see on disk.
-    let root = dir.canonicalize()?;
-    let workspace = root.join("work");
-    let outside = root.join("outside");
-    std::fs::create_dir(&workspace)?;
-    std::fs::create_dir(&outside)?;
+    let CaseDirs {
+        root,
+        workspace,
+        outside,
+        // An empty home for the client (profiles set e.g. `HOME = "{home}"`).
+        home,
+        // The client starts in a directory of its own, neither the workspace nor the harness's
+        // cwd: a client that sends its process cwd as the session cwd (instead of the directory
+        // the user opened) then fails `session-cwd` instead of passing by luck.
+        client: client_dir,
+        ..
+    } = dirs;
     // What the scenario says exists before the client starts ([[setup]]); a bad entry is the
     // scenario's (our) fault, graded as a harness error.
-    acp_fake_agents::scenario::setup::create(&case.scenario, &workspace, &outside)
+    acp_fake_agents::scenario::setup::create(&case.scenario, workspace, outside)
         .map_err(anyhow::Error::msg)?;
-    // An empty home for the client (profiles set e.g. `HOME = "{home}"`).
-    let home = root.join("home");
-    std::fs::create_dir(&home)?;
-    // The client starts in a directory of its own, neither the workspace nor the harness's cwd:
-    // a client that sends its process cwd as the session cwd (instead of the directory the user
-    // opened) then fails `session-cwd` instead of passing by luck.
-    let client_dir = root.join("client");
-    std::fs::create_dir(&client_dir)?;
-    let socket = root.join("agent.sock");
+    let socket = dirs.socket();
     let mut connector =
         RelayListener::bind(&socket).context("cannot listen on the relay socket")?;
     let gone = connector.client_gone();

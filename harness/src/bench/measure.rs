@@ -20,6 +20,9 @@ pub struct Sample {
     pub wall_ms: f64,
     /// CPU time of the harness process (user + system, all threads).
     pub harness_cpu_ms: f64,
+    /// The system (kernel) part of `harness_cpu_ms`: system calls, page faults, the file
+    /// system's work for the case directories and outputs.
+    pub harness_system_ms: f64,
     /// CPU time of the processes the harness started and reaped (clients and their relays).
     pub children_cpu_ms: f64,
     /// Peak resident memory of the harness process during the stretch, in KiB.
@@ -29,19 +32,53 @@ pub struct Sample {
 /// Started before a stretch, stopped after it.
 pub struct Meter {
     started: Instant,
-    harness_cpu: Duration,
+    harness_cpu: Cpu,
     children_cpu: Duration,
     /// Wall and harness CPU time of work run through [`Meter::exclude`].
-    excluded: (Duration, Duration),
+    excluded: (Duration, Cpu),
+}
+
+/// CPU time of a process: user and system.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cpu {
+    user: Duration,
+    system: Duration,
+}
+
+impl Cpu {
+    fn of(who: UsageWho) -> Cpu {
+        let tv = |t: nix::sys::time::TimeVal| {
+            Duration::from_secs(t.tv_sec().max(0) as u64)
+                + Duration::from_micros(t.tv_usec().max(0) as u64)
+        };
+        getrusage(who)
+            .map(|u| Cpu {
+                user: tv(u.user_time()),
+                system: tv(u.system_time()),
+            })
+            .unwrap_or_default()
+    }
+
+    fn total(self) -> Duration {
+        self.user + self.system
+    }
+
+    /// What was spent since `earlier`.
+    fn since(self, earlier: Cpu) -> Cpu {
+        Cpu {
+            user: self.user.saturating_sub(earlier.user),
+            system: self.system.saturating_sub(earlier.system),
+        }
+    }
 }
 
 impl Meter {
     pub fn start() -> Meter {
         reset_peak_rss();
         Meter {
-            harness_cpu: cpu(UsageWho::RUSAGE_SELF),
-            children_cpu: cpu(UsageWho::RUSAGE_CHILDREN),
-            excluded: (Duration::ZERO, Duration::ZERO),
+            harness_cpu: Cpu::of(UsageWho::RUSAGE_SELF),
+            children_cpu: Cpu::of(UsageWho::RUSAGE_CHILDREN).total(),
+            excluded: (Duration::ZERO, Cpu::default()),
             started: Instant::now(),
         }
     }
@@ -49,22 +86,26 @@ impl Meter {
     /// Runs `f` inside the stretch but leaves its wall and CPU time out of the sample (a
     /// measurement of the measurement, such as timing the checks alone).
     pub fn exclude<T>(&mut self, f: impl FnOnce() -> T) -> T {
-        let (started, cpu_before) = (Instant::now(), cpu(UsageWho::RUSAGE_SELF));
+        let (started, cpu_before) = (Instant::now(), Cpu::of(UsageWho::RUSAGE_SELF));
         let out = f();
+        let spent = Cpu::of(UsageWho::RUSAGE_SELF).since(cpu_before);
         self.excluded.0 += started.elapsed();
-        self.excluded.1 += cpu(UsageWho::RUSAGE_SELF).saturating_sub(cpu_before);
+        self.excluded.1.user += spent.user;
+        self.excluded.1.system += spent.system;
         out
     }
 
     pub fn stop(self) -> Sample {
         let wall = self.started.elapsed().saturating_sub(self.excluded.0);
-        let harness_cpu = cpu(UsageWho::RUSAGE_SELF)
-            .saturating_sub(self.harness_cpu)
-            .saturating_sub(self.excluded.1);
+        let harness_cpu = Cpu::of(UsageWho::RUSAGE_SELF)
+            .since(self.harness_cpu)
+            .since(self.excluded.1);
+        let children_cpu = Cpu::of(UsageWho::RUSAGE_CHILDREN).total();
         Sample {
             wall_ms: ms(wall),
-            harness_cpu_ms: ms(harness_cpu),
-            children_cpu_ms: ms(cpu(UsageWho::RUSAGE_CHILDREN).saturating_sub(self.children_cpu)),
+            harness_cpu_ms: ms(harness_cpu.total()),
+            harness_system_ms: ms(harness_cpu.system),
+            children_cpu_ms: ms(children_cpu.saturating_sub(self.children_cpu)),
             harness_peak_rss_kib: peak_rss_kib().unwrap_or(0),
         }
     }
@@ -72,18 +113,6 @@ impl Meter {
 
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-fn cpu(who: UsageWho) -> Duration {
-    getrusage(who)
-        .map(|u| {
-            let tv = |t: nix::sys::time::TimeVal| {
-                Duration::from_secs(t.tv_sec().max(0) as u64)
-                    + Duration::from_micros(t.tv_usec().max(0) as u64)
-            };
-            tv(u.user_time()) + tv(u.system_time())
-        })
-        .unwrap_or_default()
 }
 
 /// Resets `VmHWM` to the current resident size. Memory the allocator kept from an earlier,
@@ -182,5 +211,9 @@ mod tests {
         let sample = meter.stop();
         assert!(sample.wall_ms >= 0.0);
         assert!(sample.harness_peak_rss_kib > 0, "VmHWM should be readable");
+        assert!(
+            sample.harness_system_ms <= sample.harness_cpu_ms,
+            "{sample:?}"
+        );
     }
 }

@@ -1,8 +1,11 @@
 //! Many cases, `cfg.jobs` at a time.
 
 use acp_fake_agents::scenario::Case;
+use anyhow::Result;
+use tokio::task::JoinSet;
 
-use super::{CaseResult, RunConfig, run_owned_case};
+use super::case_dirs::{CaseDirs, needs_home};
+use super::{CaseResult, RunConfig, run_case_in};
 use crate::client_spec::ClientSpec;
 
 /// Runs `cases`, `cfg.jobs` at a time, and returns their results in the order given; `on_done`
@@ -30,6 +33,12 @@ pub async fn run_cases(
 /// flight are held: the cases are taken from the iterator as slots free up, each is dropped
 /// once played (before it is graded), and a result is the caller's once handed over, so a run
 /// of any length needs the memory of `cfg.jobs` cases (docs/performance.md, "Number of cases").
+///
+/// A finished case's slot is given to the next case first; only then are its result handed over
+/// (`on_done` writes its outputs) and its directories removed, and the tree of the case after
+/// that made, here, while the cases in flight run: the file system's work per case is on no
+/// case's path (docs/performance.md). Every tree is removed before this returns; each case's
+/// tree is fresh and its own, made for no other case.
 pub async fn for_each_case(
     cases: impl IntoIterator<Item = Case>,
     client: &ClientSpec,
@@ -37,21 +46,38 @@ pub async fn for_each_case(
     mut on_done: impl FnMut(usize, CaseResult),
 ) {
     let jobs = cfg.jobs.max(1);
-    let mut running = tokio::task::JoinSet::new();
-    let mut cases = cases.into_iter().enumerate();
-    loop {
+    let with_home = needs_home(client);
+    let mut running = JoinSet::new();
+    let mut cases = cases.into_iter().enumerate().peekable();
+    // The tree the next case will run in, made ahead.
+    let mut ready: Option<Result<CaseDirs>> = None;
+    let mut start_cases = |running: &mut JoinSet<_>, ready: &mut Option<Result<CaseDirs>>| {
         while running.len() < jobs {
             let Some((index, case)) = cases.next() else {
                 break;
             };
+            let dirs = ready.take().unwrap_or_else(|| CaseDirs::create(with_home));
             let client = client.clone();
             let cfg = cfg.clone();
-            running.spawn(async move { (index, run_owned_case(case, &client, &cfg).await) });
+            running.spawn(async move {
+                let (result, dirs) = run_case_in(case, &client, &cfg, dirs).await;
+                (index, result, dirs)
+            });
         }
-        match running.join_next().await {
-            Some(Ok((index, result))) => on_done(index, result),
-            Some(Err(e)) => eprintln!("acp-harness: a case task failed: {e}"),
-            None => break,
+        cases.peek().is_some()
+    };
+    start_cases(&mut running, &mut ready);
+    while let Some(joined) = running.join_next().await {
+        let more = start_cases(&mut running, &mut ready);
+        match joined {
+            Ok((index, result, dirs)) => {
+                on_done(index, result);
+                drop(dirs);
+            }
+            Err(e) => eprintln!("acp-harness: a case task failed: {e}"),
+        }
+        if more && ready.is_none() {
+            ready = Some(CaseDirs::create(with_home));
         }
     }
 }
