@@ -294,15 +294,15 @@ async fn run_case_inner(
     let prompt = match case.scenario.first_prompt() {
         Some(text) => case
             .scenario
-            .fill_text(&text, &workspace, &outside)
+            .fill_text(&text, workspace, outside)
             .map_err(anyhow::Error::msg)?,
         None => String::new(),
     };
     let expansion = Expansion {
         agent_argv: &agent_argv,
         prompt: &prompt,
-        cwd: &workspace,
-        home: &home,
+        cwd: workspace,
+        home,
     };
     let argv = client.expand_argv(&expansion);
     let mut env = client.expand_env(&expansion);
@@ -351,7 +351,7 @@ async fn run_case_inner(
         record.transcript = rec.snapshot();
         return Ok(record);
     }
-    let mut launched = match launch::launch_with(&argv, &env, &client_dir, client.wire.tty) {
+    let mut launched = match launch::launch_with(&argv, &env, client_dir, client.wire.tty) {
         Ok(l) => l,
         Err(err) => {
             record.end = RunEnd::Crash {
@@ -471,7 +471,7 @@ async fn run_case_inner(
                 stderr: launched.stderr.take(),
                 terminal: output,
             };
-            let obs = Observer::start(client, streams, rec.clone(), &root);
+            let obs = Observer::start(client, streams, rec.clone(), root);
             let mut user = WireOnlyUser {
                 pid: launched.pgid,
                 rec: rec.clone(),
@@ -565,7 +565,7 @@ async fn run_case_inner(
     };
     // Descendants that left the client's process group die with it (sweep.rs), before the wait
     // for the end of its stderr, which they may hold open.
-    let marker = crate::sweep::case_marker(&workspace);
+    let marker = crate::sweep::case_marker(workspace);
     let exit = launched
         .finish_with(grace, || {
             crate::sweep::kill_marked(&marker);
@@ -604,8 +604,8 @@ async fn run_case_inner(
     // The case is over: move the transcript out rather than copy it (the copy was a third of
     // the peak heap of a 10,000-update case; docs/performance.md).
     record.transcript = rec.take();
-    record.files_after = files_after(&record.transcript, &root);
-    record.symlinks = crate::case_symlinks::symlinks_under(&root);
+    record.files_after = files_after(&record.transcript, root);
+    record.symlinks = crate::case_symlinks::symlinks_under(root);
     Ok(record)
 }
 
