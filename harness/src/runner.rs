@@ -18,7 +18,6 @@ use crate::client_spec::{ClientSpec, ControlMode, Expansion};
 use crate::control::{ControlPlane, HandshakeError};
 use crate::launch;
 use crate::observe::Observer;
-use crate::relay_listener::RelayListener;
 use crate::wire_only::WireOnlyUser;
 use acp_judge::checks::{Trial, grade_case};
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
@@ -142,8 +141,9 @@ async fn run_case_in(
     let rec = Recorder::new();
     let mut timing = CaseTiming::default();
     let (dirs, outcome) = match dirs {
-        Ok(dirs) => {
-            let outcome = run_case_inner(&mut case, client, cfg, &rec, &mut timing, &dirs).await;
+        Ok(mut dirs) => {
+            let outcome =
+                run_case_inner(&mut case, client, cfg, &rec, &mut timing, &mut dirs).await;
             (Some(dirs), outcome)
         }
         Err(err) => (None, Err(err)),
@@ -263,8 +263,9 @@ async fn run_case_inner(
     cfg: &RunConfig,
     rec: &Recorder,
     timing: &mut CaseTiming,
-    dirs: &CaseDirs,
+    dirs: &mut CaseDirs,
 ) -> Result<CaseRecord> {
+    let listener = dirs.listener();
     let CaseDirs {
         root,
         workspace,
@@ -276,14 +277,13 @@ async fn run_case_inner(
         // the user opened) then fails `session-cwd` instead of passing by luck.
         client: client_dir,
         ..
-    } = dirs;
+    } = &*dirs;
     // What the scenario says exists before the client starts ([[setup]]); a bad entry is the
     // scenario's (our) fault, graded as a harness error.
     acp_fake_agents::scenario::setup::create(&case.scenario, workspace, outside)
         .map_err(anyhow::Error::msg)?;
     let socket = dirs.socket();
-    let mut connector =
-        RelayListener::bind(&socket).context("cannot listen on the relay socket")?;
+    let mut connector = listener.context("cannot listen on the relay socket")?;
     let gone = connector.client_gone();
 
     let agent_argv = vec![

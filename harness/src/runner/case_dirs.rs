@@ -6,7 +6,8 @@
 //! (`recently_deleted`), so after a few thousand cases a `mkdir` walks thousands of freed inodes
 //! (docs/performance.md, "Number of cases"). A run therefore makes no directory a case does not
 //! use (`home` only for a client whose profile names `{home}`), and `for_each_case` makes the
-//! next case's tree and removes the last one's while other cases run, not on any case's path.
+//! next case's tree (relay socket included) and removes the last one's while other cases run,
+//! not on any case's path.
 
 use std::path::PathBuf;
 
@@ -14,6 +15,7 @@ use anyhow::{Context, Result};
 use tempfile::TempDir;
 
 use crate::client_spec::ClientSpec;
+use crate::relay_listener::RelayListener;
 
 /// A case's tree: `work/` (the workspace), `outside/`, `client/` (the client's process cwd) and,
 /// when the client's profile uses it, `home/`; the relay socket goes next to them.
@@ -28,6 +30,9 @@ pub struct CaseDirs {
     /// way, and a client whose profile does not name `{home}` is never told it.
     pub home: PathBuf,
     pub client: PathBuf,
+    /// The relay's listener when it was bound ahead ([`CaseDirs::listen`]), or why it could not
+    /// be; the case reports that error where it would have bound the socket itself.
+    listener: Option<std::io::Result<RelayListener>>,
 }
 
 impl CaseDirs {
@@ -53,7 +58,22 @@ impl CaseDirs {
             outside,
             home,
             client,
+            listener: None,
         })
+    }
+
+    /// Binds the relay socket now (needs a tokio runtime), so that the case finds it ready.
+    pub fn listen(mut self) -> CaseDirs {
+        self.listener = Some(RelayListener::bind(&self.socket()));
+        self
+    }
+
+    /// The relay's listener: the one bound ahead, else one bound now. Once only.
+    pub fn listener(&mut self) -> std::io::Result<RelayListener> {
+        match self.listener.take() {
+            Some(bound) => bound,
+            None => RelayListener::bind(&self.socket()),
+        }
     }
 
     /// Where the relay listens for the agent the client starts.
@@ -98,6 +118,19 @@ mod tests {
         std::fs::write(dirs.workspace.join("left-behind"), "x").unwrap();
         drop(dirs);
         assert!(!root.exists(), "{} was not removed", root.display());
+    }
+
+    #[tokio::test]
+    async fn the_socket_bound_ahead_is_the_one_the_case_gets() {
+        let mut ahead = CaseDirs::create(false).unwrap().listen();
+        assert!(ahead.socket().exists(), "not bound ahead");
+        assert!(ahead.listener().is_ok());
+        let mut now = CaseDirs::create(false).unwrap();
+        assert!(!now.socket().exists());
+        assert!(now.listener().is_ok());
+        assert!(now.socket().exists(), "not bound when asked for");
+        // Bound twice at one path: the second bind fails, and that error is the case's.
+        assert!(now.listener().is_err());
     }
 
     #[test]

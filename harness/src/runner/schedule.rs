@@ -36,7 +36,7 @@ pub async fn run_cases(
 ///
 /// A finished case's slot is given to the next case first; only then are its result handed over
 /// (`on_done` writes its outputs) and its directories removed, and the tree of the case after
-/// that made, here, while the cases in flight run: the file system's work per case is on no
+/// that made (its relay socket bound), here, while the cases in flight run: the file system's work per case is on no
 /// case's path (docs/performance.md). Every tree is removed before this returns; each case's
 /// tree is fresh and its own, made for no other case.
 pub async fn for_each_case(
@@ -56,7 +56,9 @@ pub async fn for_each_case(
             let Some((index, case)) = cases.next() else {
                 break;
             };
-            let dirs = ready.take().unwrap_or_else(|| CaseDirs::create(with_home));
+            let dirs = ready
+                .take()
+                .unwrap_or_else(|| CaseDirs::create(with_home).map(CaseDirs::listen));
             let client = client.clone();
             let cfg = cfg.clone();
             running.spawn(async move {
@@ -77,7 +79,7 @@ pub async fn for_each_case(
             Err(e) => eprintln!("acp-harness: a case task failed: {e}"),
         }
         if more && ready.is_none() {
-            ready = Some(CaseDirs::create(with_home));
+            ready = Some(CaseDirs::create(with_home).map(CaseDirs::listen));
         }
     }
 }
