@@ -32,13 +32,14 @@ pub async fn run_cases(
 /// position in `cases` as soon as it finishes (in the order they finish). Only the cases in
 /// flight are held: the cases are taken from the iterator as slots free up, each is dropped
 /// once played (before it is graded), and a result is the caller's once handed over, so a run
-/// of any length needs the memory of `cfg.jobs` cases (docs/performance.md, "Number of cases").
+/// of any length needs the memory of `cfg.jobs` cases in flight and of the one result being
+/// handed over (docs/performance.md, "Number of cases").
 ///
-/// A finished case's slot is given to the next case first; only then are its result handed over
-/// (`on_done` writes its outputs) and its directories removed, and the tree of the case after
-/// that made (its relay socket bound), here, while the cases in flight run: the file system's work per case is on no
-/// case's path (docs/performance.md). Every tree is removed before this returns; each case's
-/// tree is fresh and its own, made for no other case.
+/// A finished case's slot is given to the next case first; only then is its result handed over
+/// (`on_done` writes its outputs), its directories removed, and the tree of the case after that
+/// made (its relay socket bound), here, while the cases in flight run: the file system's work
+/// per case is on no case's path (docs/performance.md). Every tree is removed before this
+/// returns; each case's tree is fresh and its own, made for no other case.
 pub async fn for_each_case(
     cases: impl IntoIterator<Item = Case>,
     client: &ClientSpec,
