@@ -957,3 +957,49 @@ result = '{"stopReason":"end_turn"}'
     let (out, _, _) = run.outcome().await;
     assert_eq!(out.end, RunEnd::Completed);
 }
+
+/// A `send` followed by another `send` waits in the outbox for the batch. A run that stops at
+/// the second one (its variable was captured in a branch that did not run) must still deliver
+/// the first: it is recorded as sent, and the client may have to answer it.
+#[tokio::test]
+async fn a_stopped_run_still_writes_its_outbox() {
+    let body = r#"
+[[step]]
+handshake = true
+
+[[step]]
+expect = "note"
+timeout_ms = 5000
+on_timeout = [
+  { expect = "never", timeout_ms = 50, capture = { v = "/params/v" } },
+]
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"queued","params":{}}'
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"unsendable","params":{"v":"${v}"}}'
+"#;
+    let mut run = start(body, Opts::default());
+    run.handshake().await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","method":"note","params":{}}"#)
+        .await;
+    let delivered = run.client.recv().await;
+    assert_eq!(delivered["method"], "queued", "{delivered}");
+    let (out, _client, rec) = run.outcome().await;
+    match &out.end {
+        RunEnd::HarnessError { reason } => assert!(
+            reason.starts_with("step 4 (t.toml:22): variable `${v}` has no value here"),
+            "{reason}"
+        ),
+        other => panic!("expected a harness error at step 4, got {other:?}"),
+    }
+    let sent: Vec<String> = rec
+        .snapshot()
+        .iter()
+        .filter(|e| e.direction == Direction::AgentToClient)
+        .filter_map(|e| Some(e.json()?["method"].as_str()?.to_owned()))
+        .collect();
+    assert_eq!(sent, ["queued"], "recorded as sent");
+}
