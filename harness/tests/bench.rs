@@ -37,7 +37,7 @@ fn every_section_runs_and_the_json_has_the_figures() {
     assert_eq!(report["schema"], "acp-harness/bench/v1");
     assert_eq!(
         report["config"]["sections"],
-        serde_json::json!(["baseline", "suite", "large", "scale-cases", "scale-frames"])
+        serde_json::json!(["baseline", "suite", "large", "scale-frames", "scale-cases"])
     );
     // A debug build says so, on stderr and in the JSON.
     let debug = report["build_profile"] == "debug";
