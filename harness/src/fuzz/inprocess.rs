@@ -413,3 +413,21 @@ fn record(transcript: Vec<Entry>) -> CaseRecord {
         repro: "cargo fuzz run mapping_inprocess <artifact>".into(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The turn's directories are the process's own, resolved already (the client's decision
+    /// and `auto-approval` then see the same paths), with `outside` not inside the workspace.
+    #[test]
+    fn the_workspace_is_a_directory_of_the_processs_own() {
+        let dirs = super::dirs();
+        let (work, outside) = (Path::new(&dirs.workspace), Path::new(&dirs.outside));
+        assert!(work.is_dir() && outside.is_dir(), "{work:?} {outside:?}");
+        assert_eq!(work.canonicalize().expect("resolves"), work);
+        assert!(work.starts_with(&dirs.root) && outside.starts_with(&dirs.root));
+        assert!(!outside.starts_with(work));
+        assert_ne!(work, Path::new("/work"));
+    }
+}
