@@ -11,6 +11,7 @@
 //! mapping code.
 
 use std::path::Path;
+use std::sync::OnceLock;
 
 use acp_harness::fuzz::PolicyChoice;
 use acp_harness::fuzz::inprocess::{Card, ItemShown, Mapping, play};
@@ -43,13 +44,32 @@ pub struct ReferenceMapping {
 impl ReferenceMapping {
     /// The reference client started with this policy (`--policy`).
     pub fn new(policy: PolicyChoice) -> Self {
-        let policy = policy.flag().map(|flag| {
-            Policy::parse(flag).unwrap_or_else(|e| panic!("fuzz policy {flag:?}: {e}"))
-        });
         ReferenceMapping {
-            decider: Decider::new(policy, None),
+            decider: Decider::new(parsed(policy), None),
             ..ReferenceMapping::default()
         }
+    }
+}
+
+/// The reference client's parse of a policy choice's `--policy`. A client parses its flag once,
+/// when it starts; each is parsed once per process here too (the JSON of `trusted_workspace`
+/// was parsed for every input).
+fn parsed(choice: PolicyChoice) -> Option<Policy> {
+    static PARSED: OnceLock<Vec<(PolicyChoice, Option<Policy>)>> = OnceLock::new();
+    let parse = |choice: PolicyChoice| {
+        choice
+            .flag()
+            .map(|flag| Policy::parse(flag).unwrap_or_else(|e| panic!("fuzz policy {flag:?}: {e}")))
+    };
+    let table = PARSED.get_or_init(|| {
+        PolicyChoice::ALL
+            .iter()
+            .map(|&choice| (choice, parse(choice)))
+            .collect()
+    });
+    match table.iter().find(|(c, _)| *c == choice) {
+        Some((_, policy)) => policy.clone(),
+        None => parse(choice),
     }
 }
 

@@ -70,9 +70,10 @@ pub fn labels(options: &[PermissionOption]) -> Vec<String> {
     // Labels a person cannot tell apart collide: "Allow", "allow " and "ALLOW" are one label.
     // Position suffixes repeat until every label is distinct (bounded: each round makes the
     // colliding labels differ in one more place).
+    // Each label's key is computed once and again only when a suffix changed the label.
     let key = |label: &str| label.trim().to_lowercase();
+    let mut keys: Vec<String> = labels.iter().map(|l| key(l)).collect();
     for round in 0..labels.len() + 3 {
-        let keys: Vec<String> = labels.iter().map(|l| key(l)).collect();
         let colliding: Vec<usize> = (0..keys.len())
             .filter(|&i| keys.iter().filter(|k| **k == keys[i]).count() > 1)
             .collect();
@@ -87,6 +88,7 @@ pub fn labels(options: &[PermissionOption]) -> Vec<String> {
                 _ => format!(" #{}", i + 1),
             };
             labels[i].push_str(&suffix);
+            keys[i] = key(&labels[i]);
         }
     }
     labels

@@ -387,7 +387,9 @@ pub fn places_of(fields: &Map<String, Value>) -> Vec<String> {
             .map(|items| {
                 items
                     .iter()
-                    .filter(|i| key != "content" || i.get("type") == Some(&Value::from("diff")))
+                    .filter(|i| {
+                        key != "content" || i.get("type").and_then(Value::as_str) == Some("diff")
+                    })
                     .filter_map(|i| i.get(item_key).and_then(Value::as_str).map(str::to_owned))
                     .collect()
             })
@@ -410,15 +412,11 @@ fn raw_input_places(value: &Value, key: Option<&str>, out: &mut Vec<String>, dep
     }
     match value {
         Value::String(s) => {
-            let path_key = key.is_some_and(|k| {
-                k.to_lowercase().contains("path")
-                    || matches!(k, "file" | "dir" | "directory" | "cwd" | "url")
-            });
             let looks_like_place = s.starts_with('/')
                 || s.starts_with('~')
                 || s.starts_with("http://")
                 || s.starts_with("https://");
-            if looks_like_place || (path_key && !s.is_empty()) {
+            if looks_like_place || (!s.is_empty() && key.is_some_and(is_path_key)) {
                 out.push(s.clone());
             }
         }
@@ -441,10 +439,52 @@ fn raw_input_places(value: &Value, key: Option<&str>, out: &mut Vec<String>, dep
     }
 }
 
+/// Whether a `rawInput` key names a place: it contains "path" in any case, or is one of the
+/// usual short names. Compared byte-wise without lowercasing the key (no allocation per key): only
+/// the ASCII letters P, A, T, H lowercase to "p", "a", "t", "h", so this is `to_lowercase()`'s
+/// answer.
+fn is_path_key(key: &str) -> bool {
+    key.as_bytes()
+        .windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"path"))
+        || matches!(key, "file" | "dir" | "directory" | "cwd" | "url")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The byte-wise test gives `to_lowercase()`'s answer, non-ASCII keys included.
+    #[test]
+    fn path_keys_are_found_in_any_case() {
+        let lowercased = |key: &str| {
+            key.to_lowercase().contains("path")
+                || matches!(key, "file" | "dir" | "directory" | "cwd" | "url")
+        };
+        for (key, expected) in [
+            ("path", true),
+            ("filePath", true),
+            ("FILE_PATH", true),
+            ("pAtH", true),
+            ("Ünïpath", true),
+            ("x\u{0130}PATH", true),
+            ("file", true),
+            ("cwd", true),
+            ("", false),
+            ("pat", false),
+            ("File", false),
+            ("CWD", false),
+            ("command", false),
+            ("pa\u{0307}th", false),
+            ("p\u{0410}th", false),
+            ("\u{FF50}\u{FF41}\u{FF54}\u{FF48}", false),
+            ("\u{212A}", false),
+        ] {
+            assert_eq!(is_path_key(key), expected, "{key}");
+            assert_eq!(lowercased(key), expected, "{key}");
+        }
+    }
 
     fn facts<'a>(
         kinds: &'a [String],

@@ -12,6 +12,8 @@
 //! in only for a finding's summary, which keeps a turn in the tens of microseconds.
 
 use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use acp_vocab::control::{
     Approval, ApprovalResolved, Command, Event, Item, Message, Outcome, PresentedOption,
@@ -36,6 +38,52 @@ thread_local! {
     /// A turn's [`CaseRecord`], kept for the thread's next turn between [`play`]s (its
     /// transcript emptied).
     static RECORD: RefCell<Option<CaseRecord>> = const { RefCell::new(None) };
+}
+
+/// The turn's workspace (the session's `cwd`) and a directory outside it.
+struct Dirs {
+    root: PathBuf,
+    workspace: String,
+    outside: String,
+}
+
+static DIRS: OnceLock<Dirs> = OnceLock::new();
+
+/// `work` and `outside` in a directory of this process's own, created on first use, as the pipe
+/// driver makes them (live.rs), and removed when the process exits. A client's decision resolves
+/// the places a tool call names on the real filesystem (`..`, symlinks); under a fixed path such
+/// as `/work` its answers depended on what the host has there, while `auto-approval` reads the
+/// record, which names no symlinks. Nobody else writes here, so the two agree.
+fn dirs() -> &'static Dirs {
+    DIRS.get_or_init(|| {
+        let made = (|| -> std::io::Result<Dirs> {
+            let root = tempfile::Builder::new()
+                .prefix("acp-fuzz-mapping-")
+                .tempdir()?
+                .keep()
+                .canonicalize()?;
+            let (work, outside) = (root.join("work"), root.join("outside"));
+            for dir in [&work, &outside] {
+                std::fs::create_dir(dir)?;
+            }
+            Ok(Dirs {
+                workspace: work.to_string_lossy().into_owned(),
+                outside: outside.to_string_lossy().into_owned(),
+                root,
+            })
+        })();
+        let dirs = made.unwrap_or_else(|e| panic!("in-process fuzz: no workspace directory: {e}"));
+        // SAFETY: `remove_dirs` is a plain function that neither unwinds nor depends on anything
+        // `exit` tears down before the handlers run.
+        unsafe { libc::atexit(remove_dirs) };
+        dirs
+    })
+}
+
+extern "C" fn remove_dirs() {
+    if let Some(dirs) = DIRS.get() {
+        let _ = std::fs::remove_dir_all(&dirs.root);
+    }
 }
 
 /// A timeline item as the client shows it.
@@ -147,11 +195,12 @@ impl Log {
 
 /// Plays one turn against `mapping` and grades it. `Err` holds a readable summary of a finding.
 pub fn play(turn: &PermissionTurn, mapping: &mut impl Mapping) -> Result<(), String> {
+    let dirs = dirs();
     let names = Names {
         session_id: SESSION_ID,
         tool_call_id: TOOL_CALL_ID,
-        cwd: "/work",
-        outside: "/outside",
+        cwd: &dirs.workspace,
+        outside: &dirs.outside,
         template: false,
     };
     // The record of the thread's previous turn: its metadata and its transcript's buffer are
@@ -355,12 +404,30 @@ fn record(transcript: Vec<Entry>) -> CaseRecord {
             "choose".into(),
             "cancel".into(),
         ],
-        workspace: "/work".into(),
-        outside: "/outside".into(),
+        workspace: dirs().workspace.clone().into(),
+        outside: dirs().outside.clone().into(),
         files_after: Default::default(),
         symlinks: Default::default(),
         end: RunEnd::Completed,
         stderr_tail: String::new(),
         repro: "cargo fuzz run mapping_inprocess <artifact>".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    /// The turn's directories are the process's own, resolved already (the client's decision
+    /// and `auto-approval` then see the same paths), with `outside` not inside the workspace.
+    #[test]
+    fn the_workspace_is_a_directory_of_the_processs_own() {
+        let dirs = super::dirs();
+        let (work, outside) = (Path::new(&dirs.workspace), Path::new(&dirs.outside));
+        assert!(work.is_dir() && outside.is_dir(), "{work:?} {outside:?}");
+        assert_eq!(work.canonicalize().expect("resolves"), work);
+        assert!(work.starts_with(&dirs.root) && outside.starts_with(&dirs.root));
+        assert!(!outside.starts_with(work));
+        assert_ne!(work, Path::new("/work"));
     }
 }

@@ -355,6 +355,15 @@ pub enum PolicyChoice {
 }
 
 impl PolicyChoice {
+    /// Every choice.
+    pub const ALL: [PolicyChoice; 5] = [
+        PolicyChoice::ClientDefault,
+        PolicyChoice::ReadOnly,
+        PolicyChoice::WorkspaceWrite,
+        PolicyChoice::ApproveAll,
+        PolicyChoice::TrustedWorkspace,
+    ];
+
     /// The reference client's `--policy` argument, `None` for [`PolicyChoice::ClientDefault`].
     pub fn flag(self) -> Option<&'static str> {
         Some(match self {

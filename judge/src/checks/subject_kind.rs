@@ -171,7 +171,6 @@ fn check_approval(
         return;
     };
     let shown = *shown;
-    let expected = effective.expected_subject();
     let mut frames = vec![request.index, approval];
     frames.extend(effective.kind_frame);
     if let (Some(shown), Some(asked)) = (tool_call_id, request.tool_call_id) {
@@ -186,12 +185,14 @@ fn check_approval(
             );
         }
     }
-    let kind_source = match effective.kind_frame {
-        Some(i) if i != request.index => format!(" (from #{i})"),
-        Some(_) => " (from the request itself)".to_owned(),
-        None => String::new(),
-    };
-    if shown != expected.subject {
+    // The expected subject's sentence is written only for a card that contradicts it.
+    if shown != effective.subject() {
+        let expected = effective.expected_subject();
+        let kind_source = match effective.kind_frame {
+            Some(i) if i != request.index => format!(" (from #{i})"),
+            Some(_) => " (from the request itself)".to_owned(),
+            None => String::new(),
+        };
         let message = format!(
             "approval #{approval} for request #{} (toolCallId {}) shows subject \"{}\". Expected \"{}\": {}{kind_source}.",
             request.index,

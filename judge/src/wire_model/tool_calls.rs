@@ -86,7 +86,7 @@ impl<'a> EffectiveToolCall<'a> {
     /// (`warn`): the kind is `other`/absent and `shown` is `generic` or something the tool call
     /// also supports (a command with a `rawInput.command`, a file change with a diff or locations).
     pub fn weakly_supports(&self, shown: Subject) -> bool {
-        !self.expected_subject().from_specific_kind
+        self.subject_and_why().1.is_some()
             && match shown {
                 Subject::Generic => true,
                 Subject::Command => self.has_command(),
@@ -97,19 +97,31 @@ impl<'a> EffectiveToolCall<'a> {
 
     /// The subject an approval (and timeline item) for this tool call must show (docs/architecture.md §5.1).
     pub fn expected_subject(&self) -> ExpectedSubject {
-        if let Some(kind) = self.kind {
-            if let Some(subject) = Subject::of_kind(kind) {
-                return ExpectedSubject {
-                    subject,
-                    from_specific_kind: true,
-                    reason: format!("kind \"{kind}\""),
-                };
-            }
-        }
-        let kind = match self.kind {
-            Some(k) => format!("kind \"{k}\""),
-            None => "no kind".to_owned(),
+        let (subject, why) = self.subject_and_why();
+        let reason = match (why, self.kind) {
+            (None, kind) => format!("kind \"{}\"", kind.unwrap_or_default()),
+            (Some(why), Some(kind)) => format!("kind \"{kind}\" and {why}"),
+            (Some(why), None) => format!("no kind and {why}"),
         };
+        ExpectedSubject {
+            subject,
+            from_specific_kind: why.is_none(),
+            reason,
+        }
+    }
+
+    /// The subject of [`Self::expected_subject`], without writing its reason.
+    pub fn subject(&self) -> Subject {
+        self.subject_and_why().0
+    }
+
+    /// [`Self::expected_subject`] without its sentence: the subject, and what decided it when
+    /// not a specific kind. Callers that need no message use it (`subject_changes` runs per
+    /// frame, `weakly_supports` per approval), so no reason is formatted for them.
+    fn subject_and_why(&self) -> (Subject, Option<&'static str>) {
+        if let Some(subject) = self.kind.and_then(Subject::of_kind) {
+            return (subject, None);
+        }
         let (subject, why) = if self.has_command() {
             (Subject::Command, "rawInput.command is a string")
         } else if self.has_diff() {
@@ -119,11 +131,7 @@ impl<'a> EffectiveToolCall<'a> {
         } else {
             (Subject::Generic, "nothing more specific is known")
         };
-        ExpectedSubject {
-            subject,
-            from_specific_kind: false,
-            reason: format!("{kind} and {why}"),
-        }
+        (subject, Some(why))
     }
 }
 
@@ -277,7 +285,7 @@ impl<'a> WireModel<'a> {
                 continue;
             };
             call.merge(fields, i);
-            let subject = call.expected_subject().subject;
+            let subject = call.subject();
             if current.is_some_and(|before| before != subject) {
                 out.push((i, current.unwrap_or(subject), subject));
             }
