@@ -29,7 +29,7 @@ mod schedule;
 
 use case_dirs::{CaseDirs, needs_home};
 use case_files::files_after;
-use client_exit::{DRAIN_AFTER_EXIT, crash, unless_client_exits, while_client_lives};
+use client_exit::{DRAIN_AFTER_EXIT, exit_verdict, unless_client_exits, while_client_lives};
 pub use schedule::{for_each_case, run_cases};
 
 /// Knobs of a run.
@@ -521,8 +521,8 @@ async fn run_case_inner(
             step_timeout_ms: cfg.step_timeout.as_millis() as u64,
         });
     }
-    // A client that died on its own before the scenario ended crashed; one killed by a signal
-    // crashed whenever it happened.
+    // A client that died on its own while the scenario still needed it crashed; one killed by a
+    // signal crashed whenever it happened (`exit_verdict`).
     let ended = Instant::now();
     let early_exit = if matches!(end, RunEnd::Completed) {
         launched.try_exit()
@@ -531,12 +531,7 @@ async fn run_case_inner(
     };
     // The time spent watching for a crash counts against the shutdown grace (below).
     let exit_watch = ended.elapsed();
-    record.end = match early_exit {
-        Some(exit) if exit.signal.is_some() || !matches!(end, RunEnd::Completed) => {
-            crash(&exit, &end)
-        }
-        _ => end,
-    };
+    record.end = exit_verdict(early_exit, end);
 
     if let Some(plane) = control.as_mut() {
         let settle = cfg.settle_timeout.unwrap_or(cfg.step_timeout);

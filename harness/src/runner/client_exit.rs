@@ -72,7 +72,26 @@ pub(super) async fn while_client_lives(
     }
 }
 
-pub(super) fn crash(exit: &ExitInfo, end: &RunEnd) -> RunEnd {
+/// The case's end once the client's exit is known (`exit`: it exited on its own, without being
+/// asked to, soon after the run ended). A signal is a crash whatever the run did. An exit status
+/// is a crash when the scenario still needed the client: the run stopped waiting for it
+/// (`Incomplete`, `Timeout`) or its adapter failed. It is not one after a run that needed nothing
+/// more from the client: a run that completed, one whose premise did not hold (`NotApplicable`,
+/// e.g. the client answered by itself the request the scenario cancels) and one the harness
+/// stopped (`HarnessError`). A client without an adapter ends its turn by exiting (acpx exits 5
+/// after a denied request), and whether that exit came within the crash watch was a race.
+pub(super) fn exit_verdict(exit: Option<ExitInfo>, end: RunEnd) -> RunEnd {
+    let needed_the_client = matches!(
+        end,
+        RunEnd::Incomplete { .. } | RunEnd::Timeout { .. } | RunEnd::AdapterError { .. }
+    );
+    match exit {
+        Some(exit) if exit.signal.is_some() || needed_the_client => crash(&exit, &end),
+        _ => end,
+    }
+}
+
+fn crash(exit: &ExitInfo, end: &RunEnd) -> RunEnd {
     let during = match end {
         RunEnd::Incomplete { reason, .. } | RunEnd::Timeout { reason, .. } => {
             format!(" ({reason})")
@@ -86,5 +105,67 @@ pub(super) fn crash(exit: &ExitInfo, end: &RunEnd) -> RunEnd {
             "the client exited before the scenario ended: {}{during}",
             exit.describe()
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exited(code: Option<i32>, signal: Option<&str>) -> Option<ExitInfo> {
+        Some(ExitInfo {
+            code,
+            signal: signal.map(str::to_owned),
+        })
+    }
+
+    #[test]
+    fn an_exit_is_a_crash_only_while_the_scenario_needed_the_client() {
+        let incomplete = RunEnd::Incomplete {
+            step: 3,
+            reason: "client sent no session/cancel within 5000 ms".into(),
+        };
+        let not_applicable = RunEnd::NotApplicable {
+            reason: "acpx answered request 0 by itself".into(),
+        };
+        let harness = RunEnd::HarnessError {
+            reason: "step 4: a bad frame".into(),
+        };
+        for (end, exit, crashed) in [
+            (incomplete.clone(), exited(Some(5), None), true),
+            (
+                RunEnd::Timeout {
+                    after_ms: 30_000,
+                    reason: "case timeout".into(),
+                },
+                exited(Some(1), None),
+                true,
+            ),
+            (
+                RunEnd::AdapterError {
+                    reason: "bad line".into(),
+                },
+                exited(Some(1), None),
+                true,
+            ),
+            (not_applicable.clone(), exited(Some(5), None), false),
+            (harness.clone(), exited(Some(0), None), false),
+            (RunEnd::Completed, exited(Some(5), None), false),
+            (RunEnd::Completed, exited(None, Some("SIGSEGV")), true),
+            (not_applicable.clone(), exited(None, Some("SIGABRT")), true),
+            (incomplete.clone(), None, false),
+        ] {
+            let verdict = exit_verdict(exit.clone(), end.clone());
+            match (&verdict, crashed) {
+                (RunEnd::Crash { .. }, true) => {}
+                (other, false) => assert_eq!(other, &end, "{exit:?}"),
+                (other, true) => panic!("{end:?} and {exit:?}: expected a crash, got {other:?}"),
+            }
+        }
+        // The crash keeps what the run was doing when the client died.
+        let RunEnd::Crash { reason, .. } = exit_verdict(exited(Some(5), None), incomplete) else {
+            panic!("a crash")
+        };
+        assert!(reason.contains("(client sent no session/cancel"), "{reason}");
     }
 }
