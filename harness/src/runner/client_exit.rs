@@ -166,6 +166,9 @@ mod tests {
         let RunEnd::Crash { reason, .. } = exit_verdict(exited(Some(5), None), incomplete) else {
             panic!("a crash")
         };
-        assert!(reason.contains("(client sent no session/cancel"), "{reason}");
+        assert!(
+            reason.contains("(client sent no session/cancel"),
+            "{reason}"
+        );
     }
 }
