@@ -55,22 +55,19 @@ impl ReferenceMapping {
 /// when it starts; each is parsed once per process here too (the JSON of `trusted_workspace`
 /// was parsed for every input).
 fn parsed(choice: PolicyChoice) -> Option<Policy> {
-    static PARSED: OnceLock<Vec<(PolicyChoice, Option<Policy>)>> = OnceLock::new();
-    let parse = |choice: PolicyChoice| {
-        choice
-            .flag()
-            .map(|flag| Policy::parse(flag).unwrap_or_else(|e| panic!("fuzz policy {flag:?}: {e}")))
-    };
+    static PARSED: OnceLock<[Option<Policy>; PolicyChoice::ALL.len()]> = OnceLock::new();
     let table = PARSED.get_or_init(|| {
-        PolicyChoice::ALL
-            .iter()
-            .map(|&choice| (choice, parse(choice)))
-            .collect()
+        PolicyChoice::ALL.map(|choice| {
+            choice.flag().map(|flag| {
+                Policy::parse(flag).unwrap_or_else(|e| panic!("fuzz policy {flag:?}: {e}"))
+            })
+        })
     });
-    match table.iter().find(|(c, _)| *c == choice) {
-        Some((_, policy)) => policy.clone(),
-        None => parse(choice),
-    }
+    let at = PolicyChoice::ALL
+        .iter()
+        .position(|&c| c == choice)
+        .expect("PolicyChoice::ALL lists every choice");
+    table[at].clone()
 }
 
 /// The options of a `session/request_permission` (`params`) the card can show, as the client

@@ -29,7 +29,9 @@ mod schedule;
 
 use case_dirs::{CaseDirs, needs_home};
 use case_files::files_after;
-use client_exit::{DRAIN_AFTER_EXIT, exit_verdict, unless_client_exits, while_client_lives};
+use client_exit::{
+    DRAIN_AFTER_EXIT, exit_verdict, needed_the_client, unless_client_exits, while_client_lives,
+};
 pub use schedule::{for_each_case, run_cases};
 
 /// Knobs of a run.
@@ -524,10 +526,12 @@ async fn run_case_inner(
     // A client that died on its own while the scenario still needed it crashed; one killed by a
     // signal crashed whenever it happened (`exit_verdict`).
     let ended = Instant::now();
-    let early_exit = if matches!(end, RunEnd::Completed) {
-        launched.try_exit()
-    } else {
+    // Only an end that still needed the client waits for its exit: after any other, an exit
+    // status is not a crash, and a signal already received is seen at once.
+    let early_exit = if needed_the_client(&end) {
         launched.exit_within(Duration::from_millis(300)).await
+    } else {
+        launched.try_exit()
     };
     // The time spent watching for a crash counts against the shutdown grace (below).
     let exit_watch = ended.elapsed();

@@ -81,14 +81,19 @@ pub(super) async fn while_client_lives(
 /// stopped (`HarnessError`). A client without an adapter ends its turn by exiting (acpx exits 5
 /// after a denied request), and whether that exit came within the crash watch was a race.
 pub(super) fn exit_verdict(exit: Option<ExitInfo>, end: RunEnd) -> RunEnd {
-    let needed_the_client = matches!(
-        end,
-        RunEnd::Incomplete { .. } | RunEnd::Timeout { .. } | RunEnd::AdapterError { .. }
-    );
     match exit {
-        Some(exit) if exit.signal.is_some() || needed_the_client => crash(&exit, &end),
+        Some(exit) if exit.signal.is_some() || needed_the_client(&end) => crash(&exit, &end),
         _ => end,
     }
+}
+
+/// Whether the run ended while the scenario still needed the client: then an exit status seen
+/// soon after is a crash ([`exit_verdict`]), and it is worth waiting a moment for one.
+pub(super) fn needed_the_client(end: &RunEnd) -> bool {
+    matches!(
+        end,
+        RunEnd::Incomplete { .. } | RunEnd::Timeout { .. } | RunEnd::AdapterError { .. }
+    )
 }
 
 fn crash(exit: &ExitInfo, end: &RunEnd) -> RunEnd {
