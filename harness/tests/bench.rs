@@ -82,6 +82,12 @@ fn every_section_runs_and_the_json_has_the_figures() {
     // Each point ran the cases and wrote run.json, then made the report from disk.
     for p in cases {
         assert!(positive(&p["sample"]["wall_ms"]), "{p}");
+        // One round (--quick): the point is that round.
+        assert_eq!(
+            p["rounds_wall_ms"],
+            serde_json::json!([p["sample"]["wall_ms"]]),
+            "{p}"
+        );
         assert!(positive(&p["report"]["wall_ms"]), "{p}");
         assert!(positive(&p["report"]["harness_peak_rss_kib"]), "{p}");
     }
@@ -121,6 +127,10 @@ fn every_section_runs_and_the_json_has_the_figures() {
             .unwrap()
             .contains("a frame")
     );
+    // Where the cases' directories went, and on what: it shapes the cases series.
+    let temp_dir = &report["machine"]["temp_dir"];
+    assert!(temp_dir["path"].is_string(), "{temp_dir}");
+    assert!(stdout.contains("case directories in "), "{stdout}");
     // The table on stdout has the same sections.
     for heading in ["baseline", "suite", "ratio", "large", "scale:", "goals"] {
         assert!(stdout.contains(heading), "no {heading:?} in\n{stdout}");

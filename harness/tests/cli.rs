@@ -251,3 +251,44 @@ fn help_shows_the_quick_start_commands_one_per_line() {
         }
     }
 }
+
+/// Every case runs in a directory tree of its own in the system's temporary directory; once the
+/// run is over none is left (they are removed on a thread of their own while the run goes on,
+/// and the run waits for it).
+#[test]
+fn a_run_leaves_no_case_directories_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let out = harness()
+        .env("TMPDIR", &tmp)
+        .args([
+            "run",
+            "--filter",
+            "opencode@1.18/session-setup",
+            "--filter",
+            "codex-acp@1.6/edit-file",
+            "--filter",
+            "qwen-code@0.14/cancel-pending-permission",
+            "--out",
+        ])
+        .arg(dir.path().join("out"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/run.json")).unwrap()).unwrap();
+    let cases = run["cases"].as_array().unwrap();
+    assert!(cases.len() >= 3, "{} cases", cases.len());
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("acp-case-"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}

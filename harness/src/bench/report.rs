@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use super::measure::Sample;
 use super::scale::{CasesSeries, FramesSeries, Growth};
+use super::temp_fs::TempFs;
 
 pub const SCHEMA: &str = "acp-harness/bench/v1";
 
@@ -36,6 +37,8 @@ pub struct BenchReport {
 pub struct Machine {
     pub cores: usize,
     pub kernel: String,
+    /// Where the cases' directories go: its filesystem shapes the cases series.
+    pub temp_dir: TempFs,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -232,6 +235,7 @@ impl BenchReport {
                 kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
                     .map(|s| s.trim().to_owned())
                     .unwrap_or_default(),
+                temp_dir: TempFs::probe(),
             },
             config,
             baseline: None,
@@ -307,6 +311,8 @@ impl BenchReport {
             c.rounds,
             if c.quick { ", --quick" } else { "" }
         );
+        let fs = &self.machine.temp_dir;
+        let _ = writeln!(t, "case directories in {} ({})", fs.path, fs.describe());
         if self.baseline.is_some() || self.suite.is_some() {
             let _ = writeln!(
                 t,
@@ -401,6 +407,16 @@ impl BenchReport {
             }
             let _ = writeln!(t, "run:    {}", growth_line(&s.growth, "case"));
             let _ = writeln!(t, "report: {}", growth_line(&s.report_growth, "case"));
+            if self.machine.temp_dir.skips_freed_inodes() {
+                let _ = writeln!(
+                    t,
+                    "note: {} is ext4 without a journal, whose kernel skips every inode freed in \
+                     the last minutes when it makes a new one: a long run's directories can cost \
+                     more per case as it goes. Set TMPDIR to tmpfs or a journaled filesystem to time \
+                     the harness alone (docs/performance.md, \"Number of cases\").",
+                    self.machine.temp_dir.path
+                );
+            }
         }
         if let Some(s) = &self.scale_frames {
             let _ = writeln!(

@@ -12,7 +12,7 @@ use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::generate;
-use super::measure::{Meter, Sample, exponent, median, ms, slope};
+use super::measure::{Meter, Sample, exponent, median, median_sample, ms, slope};
 use super::progress;
 use super::report::Large;
 use crate::client_spec::ClientSpec;
@@ -52,6 +52,8 @@ pub struct CasesPoint {
     pub cases_per_s: f64,
     /// Then the report, made from run.json and the transcripts on disk; timed on its own.
     pub report: Sample,
+    /// The run's wall time in each round, in the order run (`sample` is the median one).
+    pub rounds_wall_ms: Vec<f64>,
 }
 
 /// How a series grows: fitted exponents of time (`t ∝ xᵏ`), over every point and over the last
@@ -140,6 +142,13 @@ fn unit(corpus: &[Case]) -> Vec<Case> {
         .collect()
 }
 
+/// One run of the cases series: how many cases ran, the run, then the report.
+struct CasesRun {
+    cases: usize,
+    sample: Sample,
+    report: Sample,
+}
+
 /// The unit repeated (cycled) to `n` cases, graded and written to `out` as `acp-harness run`
 /// writes them; the repeats get ids of their own (`…~2`), so that every case has its own
 /// transcript and page.
@@ -149,7 +158,7 @@ async fn cases_point(
     client: &ClientSpec,
     cfg: &RunConfig,
     out: &Path,
-) -> Result<CasesPoint> {
+) -> Result<CasesRun> {
     let scenarios = ScenarioInfo::of(unit, &cfg.scenarios_dir);
     let cases = unit.iter().cycle().take(n).enumerate().map(|(i, case)| {
         let repeat = i / unit.len();
@@ -173,9 +182,8 @@ async fn cases_point(
     let meter = Meter::start();
     run_writer::write_report(out)?;
     let report = meter.stop();
-    Ok(CasesPoint {
+    Ok(CasesRun {
         cases: count,
-        cases_per_s: per_second(count, sample.wall_ms),
         sample,
         report,
     })
@@ -237,35 +245,63 @@ pub async fn large(
     })
 }
 
-/// The corpus's unit (see [`unit`]) repeated to each of `counts` cases, each point's outputs in
-/// a directory of its own below `dir` (kept until the benchmark ends: see `corpus_sections`).
-/// The unit is run once first, untimed, so that what a process loads once (schemas, rules, the
-/// allocator's first pages) is not counted to the first point.
+/// The corpus's unit (see [`unit`]) repeated to each of `counts` cases, each count `rounds`
+/// times in a row, each run's outputs in a directory of its own below `dir` (kept until the
+/// benchmark ends: see `corpus_sections`). Each point is the round with the median wall time: a
+/// fit over one decade from single runs moved by ±0.1 from one run of the same build to the next
+/// (docs/performance.md, "Number of cases"). A count's rounds run back to back so that each runs
+/// after runs of its own size: on a file system that charges the inodes freed in the last minutes
+/// to the next ones made, a count run right after the largest would be slowed by it, and the fit
+/// would flatter the harness. The unit is run once first, untimed, so that what a process loads
+/// once (schemas, rules, the allocator's first pages) is not counted to the first point.
 pub async fn cases_series(
     dir: &Path,
     corpus: &[Case],
     counts: &[usize],
+    rounds: usize,
     client: &ClientSpec,
     cfg: &RunConfig,
 ) -> Result<CasesSeries> {
     let unit = unit(corpus);
     cases_point(&unit, unit.len(), client, cfg, &dir.join("warm-up")).await?;
-    let mut points = Vec::new();
+    let mut runs: Vec<Vec<CasesRun>> = Vec::new();
     for &n in counts {
-        let p = cases_point(&unit, n, client, cfg, &dir.join(n.to_string())).await?;
-        progress(&format!(
-            "scale-cases: {n} cases in {:.2} s, report {:.2} s",
-            p.sample.wall_ms / 1000.0,
-            p.report.wall_ms / 1000.0
-        ));
-        points.push(p);
+        let mut count_runs = Vec::new();
+        for round in 1..=rounds {
+            let out = dir.join(format!("{n}-round-{round}"));
+            let p = cases_point(&unit, n, client, cfg, &out).await?;
+            progress(&format!(
+                "scale-cases: {n} cases, round {round}/{rounds}, in {:.2} s, report {:.2} s",
+                p.sample.wall_ms / 1000.0,
+                p.report.wall_ms / 1000.0
+            ));
+            count_runs.push(p);
+        }
+        runs.push(count_runs);
     }
+    let points: Vec<CasesPoint> = runs.into_iter().filter_map(median_point).collect();
     let xs: Vec<_> = points.iter().map(|p| (p.cases as f64, p.sample)).collect();
     let report: Vec<_> = points.iter().map(|p| (p.cases as f64, p.report)).collect();
     Ok(CasesSeries {
         growth: growth(&xs),
         report_growth: growth(&report),
         points,
+    })
+}
+
+/// One count's runs as one point: the run's and the report's median rounds (each by its own
+/// wall time), with every round's wall time kept.
+fn median_point(runs: Vec<CasesRun>) -> Option<CasesPoint> {
+    let cases = runs.first()?.cases;
+    let samples: Vec<Sample> = runs.iter().map(|p| p.sample).collect();
+    let reports: Vec<Sample> = runs.iter().map(|p| p.report).collect();
+    let sample = median_sample(&samples);
+    Some(CasesPoint {
+        cases,
+        cases_per_s: per_second(cases, sample.wall_ms),
+        sample,
+        report: median_sample(&reports),
+        rounds_wall_ms: samples.iter().map(|s| s.wall_ms).collect(),
     })
 }
 
@@ -291,4 +327,34 @@ pub async fn frames_series(
         growth: growth(&xs),
         points,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(wall_ms: f64) -> Sample {
+        Sample {
+            wall_ms,
+            ..Sample::default()
+        }
+    }
+
+    /// A point is its median round, the run's and the report's each by its own wall time, and
+    /// keeps every round's wall time in the order run.
+    #[test]
+    fn a_point_is_the_median_of_its_rounds() {
+        let runs = [(300.0, 9.0), (100.0, 7.0), (200.0, 8.0)].map(|(run, report)| CasesRun {
+            cases: 50,
+            sample: sample(run),
+            report: sample(report),
+        });
+        let point = median_point(runs.into()).expect("a point");
+        assert_eq!(point.cases, 50);
+        assert_eq!(point.sample.wall_ms, 200.0);
+        assert_eq!(point.report.wall_ms, 8.0);
+        assert_eq!(point.cases_per_s, 250.0);
+        assert_eq!(point.rounds_wall_ms, [300.0, 100.0, 200.0]);
+        assert!(median_point(Vec::new()).is_none());
+    }
 }
