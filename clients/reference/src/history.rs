@@ -3,6 +3,8 @@
 //! is folded in, live or replayed by `session/load`, so a reopened session shows what it showed
 //! before (the `session_loaded` event reports it).
 
+use std::collections::HashSet;
+
 use crate::mutation::Mutant;
 use acp_vocab::control::{HistoryEntry, HistoryKind};
 use serde_json::{Map, Value};
@@ -13,6 +15,9 @@ pub struct History {
     /// The `messageId` of the last entry, when it is a message that had one: a chunk with the
     /// same kind and id continues it, another id starts a new message.
     last_message_id: Option<String>,
+    /// The `toolCallId`s that have their entry: every update of a tool call asks, and a long
+    /// session has thousands of tool calls (a scan of the entries made that quadratic).
+    tool_calls: HashSet<String>,
 }
 
 impl History {
@@ -85,11 +90,8 @@ impl History {
     /// A tool call's announcement: its entry, if the id is new (`apply` of a `tool_call` or
     /// `tool_call_update`).
     pub fn tool_call(&mut self, id: &str) {
-        let known = self
-            .entries
-            .iter()
-            .any(|e| e.kind == HistoryKind::ToolCall && e.tool_call_id.as_deref() == Some(id));
-        if !known {
+        if !self.tool_calls.contains(id) {
+            self.tool_calls.insert(id.to_owned());
             self.entries.push(HistoryEntry {
                 kind: HistoryKind::ToolCall,
                 text: None,
@@ -102,6 +104,7 @@ impl History {
     /// Appends `other`'s entries (the `replay-shown-twice` mutant only).
     pub fn extend_from(&mut self, other: &History) {
         self.entries.extend(other.entries.iter().cloned());
+        self.tool_calls.extend(other.tool_calls.iter().cloned());
     }
 }
 
@@ -160,5 +163,28 @@ mod tests {
                 (HistoryKind::ToolCall, Some("t")),
             ]
         );
+    }
+
+    /// Each tool call has one entry, in the order first announced, however its updates
+    /// interleave with another's and with messages.
+    #[test]
+    fn interleaved_tool_calls_keep_one_entry_each() {
+        let mut h = History::default();
+        for (kind, id) in [
+            ("tool_call", "a"),
+            ("tool_call_update", "b"),
+            ("tool_call_update", "a"),
+            ("tool_call", "b"),
+            ("tool_call_update", "c"),
+            ("tool_call_update", "a"),
+        ] {
+            apply(&mut h, json!({"sessionUpdate":kind,"toolCallId":id}));
+        }
+        let ids: Vec<_> = h
+            .entries()
+            .iter()
+            .map(|e| e.tool_call_id.as_deref())
+            .collect();
+        assert_eq!(ids, [Some("a"), Some("b"), Some("c")]);
     }
 }
