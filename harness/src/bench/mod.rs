@@ -232,6 +232,21 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
     report.write_json(&args.out)?;
     crate::out!("{}", report.table());
     crate::outln!("json: {}", args.out.display());
+    // What the series wrote (gigabytes with the default counts) can take minutes to remove on a
+    // disk that trims what is freed: say what the wait is.
+    let removing = std::time::Instant::now();
+    progress(&format!(
+        "removing the benchmark's files in {} …",
+        work.path().display()
+    ));
+    let path = work.path().to_owned();
+    if let Err(e) = work.close() {
+        eprintln!("acp-harness bench: cannot remove {}: {e}", path.display());
+    }
+    progress(&format!(
+        "removed in {:.1} s",
+        removing.elapsed().as_secs_f64()
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
