@@ -31,6 +31,8 @@ static GLOBAL: MiMalloc = MiMalloc;
 /// The reference client's mapping state for one turn.
 #[derive(Default)]
 pub struct ReferenceMapping {
+    /// The policy it was started with (`decider` holds it parsed).
+    policy: PolicyChoice,
     timeline: Timeline,
     /// What it approves without asking (no grants: a turn has one request).
     decider: Decider,
@@ -45,10 +47,36 @@ impl ReferenceMapping {
     /// The reference client started with this policy (`--policy`).
     pub fn new(policy: PolicyChoice) -> Self {
         ReferenceMapping {
+            policy,
             decider: Decider::new(parsed(policy), None),
             ..ReferenceMapping::default()
         }
     }
+}
+
+/// The position of a policy choice in [`PolicyChoice::ALL`], the index of the per-choice tables.
+fn slot(choice: PolicyChoice) -> usize {
+    PolicyChoice::ALL
+        .iter()
+        .position(|&c| c == choice)
+        .expect("PolicyChoice::ALL lists every choice")
+}
+
+/// The hello of the reference client started with each policy choice: `control::hello` of the
+/// parsed `--policy`, as the client sends it once when it starts; built once per process here
+/// too (it was built for every input).
+fn hello_of(choice: PolicyChoice) -> Event {
+    static HELLOS: OnceLock<[Event; PolicyChoice::ALL.len()]> = OnceLock::new();
+    let table = HELLOS.get_or_init(|| {
+        PolicyChoice::ALL.map(|choice| {
+            control::hello(
+                client::NAME,
+                &client::version(None),
+                parsed(choice).as_ref(),
+            )
+        })
+    });
+    table[slot(choice)].clone()
 }
 
 /// The reference client's parse of a policy choice's `--policy`. A client parses its flag once,
@@ -63,11 +91,7 @@ fn parsed(choice: PolicyChoice) -> Option<Policy> {
             })
         })
     });
-    let at = PolicyChoice::ALL
-        .iter()
-        .position(|&c| c == choice)
-        .expect("PolicyChoice::ALL lists every choice");
-    table[at].clone()
+    table[slot(choice)].clone()
 }
 
 /// The options of a `session/request_permission` (`params`) the card can show, as the client
@@ -91,7 +115,7 @@ fn shown(view: ItemView) -> ItemShown {
 
 impl Mapping for ReferenceMapping {
     fn hello(&self) -> Event {
-        control::hello(client::NAME, &client::version(None), self.decider.policy())
+        hello_of(self.policy)
     }
 
     fn decide(&mut self, params: &Value, workspace: &str) -> Option<String> {
@@ -166,6 +190,33 @@ mod tests {
             n += 1;
         }
         assert!(n >= 20, "{n} seeds");
+    }
+
+    /// The hello built once per policy choice is the one the client builds from its parsed
+    /// `--policy` (each choice declares its own policy).
+    #[test]
+    fn the_hello_of_each_choice_declares_its_policy() {
+        for choice in PolicyChoice::ALL {
+            let mapping = ReferenceMapping::new(choice);
+            let built = control::hello(
+                client::NAME,
+                &client::version(None),
+                mapping.decider.policy(),
+            );
+            assert_eq!(mapping.hello(), built, "{choice:?}");
+            let Event::Hello(hello) = built else {
+                panic!("not a hello")
+            };
+            assert_eq!(
+                hello.policy.is_some(),
+                choice.flag().is_some(),
+                "{choice:?}"
+            );
+        }
+        assert_eq!(
+            ReferenceMapping::default().hello(),
+            hello_of(PolicyChoice::ClientDefault)
+        );
     }
 
     /// In-process turns per second without libFuzzer (its coverage bookkeeping is measured by

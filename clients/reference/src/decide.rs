@@ -270,7 +270,7 @@ impl Decider {
 
     /// Whether `place` lies inside `workspace`; `root` is the workspace as the filesystem
     /// resolves it, looked up on first use.
-    fn inside(&self, place: &str, workspace: &Path, root: &OnceCell<PathBuf>) -> bool {
+    fn inside(&self, place: &str, workspace: &Path, root: &OnceCell<Root>) -> bool {
         if place.starts_with("http://") || place.starts_with("https://") || place.starts_with('~') {
             return false;
         }
@@ -283,7 +283,36 @@ impl Decider {
                 .to_string_lossy()
                 .starts_with(workspace.to_string_lossy().as_ref());
         }
-        real_path(&path).starts_with(root.get_or_init(|| real_path(workspace)))
+        let root = root.get_or_init(|| Root::of(workspace));
+        real_path(&path, root.known(workspace)).starts_with(&root.real)
+    }
+}
+
+/// The workspace as the filesystem resolves it, for one request.
+struct Root {
+    real: PathBuf,
+    /// `real` is `canonicalize(workspace)` itself (it exists): a place's walk up its ancestors
+    /// that reaches the workspace's very path reuses it instead of asking the filesystem again.
+    canonical: bool,
+}
+
+impl Root {
+    fn of(workspace: &Path) -> Root {
+        match std::fs::canonicalize(workspace) {
+            Ok(real) => Root {
+                real,
+                canonical: true,
+            },
+            Err(_) => Root {
+                real: real_path(workspace, None),
+                canonical: false,
+            },
+        }
+    }
+
+    /// `(workspace, its canonical path)` when that is known.
+    fn known<'a>(&'a self, workspace: &'a Path) -> Option<(&'a Path, &'a Path)> {
+        self.canonical.then_some((workspace, self.real.as_path()))
     }
 }
 
@@ -339,12 +368,17 @@ fn title_guess(request: &Map<String, Value>) -> Option<&'static str> {
 }
 
 /// The path as the filesystem resolves it: the longest existing ancestor canonicalised, the rest
-/// appended with `..` applied.
-fn real_path(path: &Path) -> PathBuf {
+/// appended with `..` applied. `known`: a path (byte for byte, so that `canonicalize` would get
+/// the same argument) already canonicalised during this request, with its answer.
+fn real_path(path: &Path, known: Option<(&Path, &Path)>) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
     loop {
-        if let Ok(real) = std::fs::canonicalize(&existing) {
+        let resolved = match known {
+            Some((dir, real)) if dir.as_os_str() == existing.as_os_str() => Ok(real.to_path_buf()),
+            _ => std::fs::canonicalize(&existing),
+        };
+        if let Ok(real) = resolved {
             let mut out = real;
             for part in rest.iter().rev() {
                 match Path::new(part).components().next() {
@@ -377,26 +411,27 @@ fn real_path(path: &Path) -> PathBuf {
 }
 
 /// Every place a tool call object names: locations, diff paths, and rawInput strings that are
-/// absolute paths, URLs or values of path keys.
-pub fn places_of(fields: &Map<String, Value>) -> Vec<String> {
+/// absolute paths, URLs or values of path keys. Borrowed from `fields`: the timeline copies only
+/// the places it has not noted yet (most announcements repeat the ones before).
+pub fn places_of(fields: &Map<String, Value>) -> Vec<&str> {
     let mut out = Vec::new();
-    let paths = |key: &str, item_key: &str| -> Vec<String> {
-        fields
+    let mut paths = |key: &str, item_key: &str| {
+        let items = fields
             .get(key)
             .and_then(Value::as_array)
-            .map(|items| {
-                items
-                    .iter()
-                    .filter(|i| {
-                        key != "content" || i.get("type").and_then(Value::as_str) == Some("diff")
-                    })
-                    .filter_map(|i| i.get(item_key).and_then(Value::as_str).map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        out.extend(
+            items
+                .iter()
+                .filter(|i| {
+                    key != "content" || i.get("type").and_then(Value::as_str) == Some("diff")
+                })
+                .filter_map(|i| i.get(item_key).and_then(Value::as_str)),
+        );
     };
-    out.extend(paths("locations", "path"));
-    out.extend(paths("content", "path"));
+    paths("locations", "path");
+    paths("content", "path");
     if let Some(raw) = fields.get("rawInput") {
         raw_input_places(raw, None, &mut out, 0);
     }
@@ -406,7 +441,7 @@ pub fn places_of(fields: &Map<String, Value>) -> Vec<String> {
 /// The places in a `rawInput` value, at any depth (a bare string, arrays, nested objects): strings
 /// that are absolute paths, URLs or home paths, and non-empty values of path keys. Command text
 /// and file contents are not places.
-fn raw_input_places(value: &Value, key: Option<&str>, out: &mut Vec<String>, depth: usize) {
+fn raw_input_places<'a>(value: &'a Value, key: Option<&str>, out: &mut Vec<&'a str>, depth: usize) {
     if depth > 16 {
         return;
     }
@@ -417,7 +452,7 @@ fn raw_input_places(value: &Value, key: Option<&str>, out: &mut Vec<String>, dep
                 || s.starts_with("http://")
                 || s.starts_with("https://");
             if looks_like_place || (!s.is_empty() && key.is_some_and(is_path_key)) {
-                out.push(s.clone());
+                out.push(s);
             }
         }
         Value::Array(items) => {
@@ -557,6 +592,46 @@ mod tests {
             d.decide("s", &ws, &facts(&read, &plain, &empty), &opts())
                 .is_some()
         );
+    }
+
+    /// A place's walk that reuses the workspace's canonical path (once per request) resolves
+    /// every place as the walk that asks the filesystem for each ancestor: inside, missing,
+    /// through `..`, a symlink out, a sibling, a relative place, a workspace that does not exist.
+    #[test]
+    fn reusing_the_workspace_resolution_changes_no_answer() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let ws = root.join("work");
+        std::fs::create_dir_all(ws.join("x")).unwrap();
+        std::fs::create_dir(root.join("outside")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside"), ws.join("docs")).unwrap();
+        let missing_ws = root.join("gone/work");
+        for workspace in [&ws, &missing_ws] {
+            let r = Root::of(workspace);
+            assert_eq!(r.canonical, workspace == &ws);
+            assert_eq!(r.real, real_path(workspace, None));
+            for place in [
+                "a.md",
+                "x/a/b",
+                "x/../../outside/f",
+                "docs/secret",
+                "docs/../y",
+                "..",
+                "../work-evil/x",
+                "./x/./a/",
+                "/etc/passwd",
+            ] {
+                let path = workspace.join(place);
+                assert_eq!(
+                    real_path(&path, r.known(workspace)),
+                    real_path(&path, None),
+                    "{place} in {workspace:?}"
+                );
+            }
+        }
+        let r = Root::of(&ws);
+        let (dir, real) = r.known(&ws).expect("the workspace exists");
+        assert_eq!((dir, real), (ws.as_path(), ws.as_path()));
     }
 
     #[test]

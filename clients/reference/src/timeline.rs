@@ -105,15 +105,20 @@ impl Item {
 
     /// What every announcement notes before its fields are merged: a specific kind, the places
     /// it names, and whether it reports a status.
-    fn note(&mut self, kind: Option<&str>, places: impl IntoIterator<Item = String>, status: bool) {
+    fn note<'p>(
+        &mut self,
+        kind: Option<&str>,
+        places: impl IntoIterator<Item = &'p str>,
+        status: bool,
+    ) {
         if let Some(kind) = kind.filter(|k| is_specific_kind_word(k))
             && !self.kinds.iter().any(|k| k == kind)
         {
             self.kinds.push(kind.to_owned());
         }
         for place in places {
-            if !self.places.contains(&place) {
-                self.places.push(place);
+            if !self.places.iter().any(|p| p == place) {
+                self.places.push(place.to_owned());
             }
         }
         if status {
@@ -293,7 +298,7 @@ impl Timeline {
         let item = self.item(update.session_id(), update.tool_call_id(), turn);
         item.note(
             update.kind(),
-            update.diff_paths().iter().cloned(),
+            update.diff_paths().iter().map(String::as_str),
             update.status().is_some(),
         );
         let call = &mut item.call;
