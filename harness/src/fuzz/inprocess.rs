@@ -22,6 +22,7 @@ use acp_vocab::control::{
 use acp_vocab::transcript::{Direction, Entry, ParsedControl};
 use serde_json::{Value, json};
 
+use super::exit_cleanup::remove_at_exit;
 use super::frames::{Names, object};
 use super::input::{Action, PermissionTurn};
 use super::verdict::{Verdict, is_finding, summary};
@@ -73,17 +74,9 @@ fn dirs() -> &'static Dirs {
             })
         })();
         let dirs = made.unwrap_or_else(|e| panic!("in-process fuzz: no workspace directory: {e}"));
-        // SAFETY: `remove_dirs` is a plain function that neither unwinds nor depends on anything
-        // `exit` tears down before the handlers run.
-        unsafe { libc::atexit(remove_dirs) };
+        remove_at_exit(&dirs.root);
         dirs
     })
-}
-
-extern "C" fn remove_dirs() {
-    if let Some(dirs) = DIRS.get() {
-        let _ = std::fs::remove_dir_all(&dirs.root);
-    }
 }
 
 /// A timeline item as the client shows it.

@@ -31,6 +31,7 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::driver::DriverConfig;
+use super::exit_cleanup::ExitSafeDir;
 use crate::client_spec::Expansion;
 use crate::control::{ControlPlane, HandshakeError};
 use crate::launch::{self, Launched};
@@ -62,7 +63,7 @@ enum Stop {
 
 /// The running client.
 pub(super) struct Live {
-    _dir: tempfile::TempDir,
+    _dir: ExitSafeDir,
     workspace: String,
     outside: String,
     launched: Launched,
@@ -99,7 +100,7 @@ impl Live {
     ) -> Result<Live, Box<CaseRecord>> {
         let rec = Recorder::new();
         let dir = match tempfile::Builder::new().prefix("acp-fuzz-").tempdir() {
-            Ok(d) => d,
+            Ok(d) => ExitSafeDir::new(d),
             Err(e) => return Err(Box::new(failed_start(cfg, format!("no tempdir: {e}")))),
         };
         let paths = (|| -> std::io::Result<_> {

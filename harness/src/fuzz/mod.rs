@@ -17,6 +17,7 @@
 //! (harness/tests/fuzz_seeds.rs).
 
 pub mod driver;
+mod exit_cleanup;
 pub mod frames;
 pub mod inprocess;
 pub mod input;
