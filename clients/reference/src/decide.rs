@@ -571,14 +571,21 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_symlink_out_of_the_workspace_is_not_inside() {
-        let root = tempfile::tempdir().unwrap();
-        let root = root.path().canonicalize().unwrap();
+    /// A workspace `work` (with `x/`) next to `outside`, and `work/docs` a symlink to `outside`:
+    /// the tempdir (keep it alive), the resolved root, and the workspace.
+    fn workspace_with_a_link_out() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
         let ws = root.join("work");
         std::fs::create_dir_all(ws.join("x")).unwrap();
         std::fs::create_dir(root.join("outside")).unwrap();
         std::os::unix::fs::symlink(root.join("outside"), ws.join("docs")).unwrap();
+        (dir, root, ws)
+    }
+
+    #[test]
+    fn a_symlink_out_of_the_workspace_is_not_inside() {
+        let (_dir, _root, ws) = workspace_with_a_link_out();
         let d = Decider::new(Policy::parse("read-only").ok(), None);
         let read = vec!["read".to_owned()];
         let linked = vec![ws.join("docs/secret").to_string_lossy().into_owned()];
@@ -599,12 +606,7 @@ mod tests {
     /// through `..`, a symlink out, a sibling, a relative place, a workspace that does not exist.
     #[test]
     fn reusing_the_workspace_resolution_changes_no_answer() {
-        let root = tempfile::tempdir().unwrap();
-        let root = root.path().canonicalize().unwrap();
-        let ws = root.join("work");
-        std::fs::create_dir_all(ws.join("x")).unwrap();
-        std::fs::create_dir(root.join("outside")).unwrap();
-        std::os::unix::fs::symlink(root.join("outside"), ws.join("docs")).unwrap();
+        let (_dir, root, ws) = workspace_with_a_link_out();
         let missing_ws = root.join("gone/work");
         for workspace in [&ws, &missing_ws] {
             let r = Root::of(workspace);
