@@ -12,6 +12,8 @@
 #   ACP_HARNESS_CLIENT  client under test for permission_mapping: a JSON argv array of an
 #                       adapter-bearing client, a client profile, `mutant:<name>`, or unset for the
 #                       reference client (built here in release mode)
+#   FUZZ_JOBS           fuzz processes at once for mapping_inprocess (default: the number of CPUs,
+#                       `nproc`); permission_mapping runs one, whose clients run beside it
 #   RUSTC_BOOTSTRAP     set to 1 by this script: cargo-fuzz passes nightly-only compiler flags,
 #                       which a stable toolchain accepts with it (a nightly toolchain works too)
 #
@@ -30,6 +32,10 @@ cd "$root" || exit 2
 budget=${1:-${FUZZ_SECONDS:-3600}}
 case $budget in
   '' | *[!0-9]*) echo "run-nightly: the budget must be a number of seconds, got '$budget'" >&2; exit 2 ;;
+esac
+jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+case $jobs in
+  '' | 0 | *[!0-9]*) echo "run-nightly: FUZZ_JOBS must be a positive number of processes, got '$jobs'" >&2; exit 2 ;;
 esac
 export RUSTC_BOOTSTRAP=1
 # No sanitizer: the targets are safe Rust, and the client under test runs in its own process.
@@ -55,23 +61,25 @@ echo "== building the fuzz targets"
 export RUSTC_WRAPPER="$root/fuzz/instrument-ours.sh"
 cargo fuzz build "${flags[@]}" || exit 2
 
-# fuzz TARGET SECONDS: fuzz, keep going after findings, then minimize the corpus.
+# fuzz TARGET SECONDS PROCESSES: fuzz, keep going after findings, then minimize the corpus.
 fuzz() {
-  local target=$1 secs=$2
+  local target=$1 secs=$2 processes=$3
   local corpus=fuzz/corpus/$target artifacts=fuzz/artifacts/$target
   mkdir -p "$corpus" "$artifacts"
-  echo "== $target: ${secs}s, corpus of $(find "$corpus" -type f | wc -l) inputs"
-  # -fork=1 -ignore_crashes=1: a finding is saved and fuzzing goes on in a fresh process.
+  echo "== $target: ${secs}s, $processes process(es), corpus of $(find "$corpus" -type f | wc -l) inputs"
+  # -fork=N -ignore_crashes=1: N fuzz processes at a time, each restarted after a finding (which is
+  # saved) and their corpora merged; the in-process target is CPU-bound, so its executions per
+  # second grow with the processes (fuzz/README.md, "Throughput").
   # -timeout: a turn waits at most ACP_FUZZ_STEP_TIMEOUT_MS per step, far below this.
   cargo fuzz run "${flags[@]}" "$target" "$corpus" "$seeds" -- \
-    -max_total_time="$secs" -fork=1 -ignore_crashes=1 -timeout=120 \
+    -max_total_time="$secs" -fork="$processes" -ignore_crashes=1 -timeout=120 \
     -artifact_prefix="$artifacts/" -print_final_stats=1 -print_funcs=0
   echo "== $target: cmin"
   cargo fuzz cmin "${flags[@]}" "$target" "$corpus"
 }
 
-fuzz permission_mapping $((budget * 2 / 3))
-fuzz mapping_inprocess $((budget - budget * 2 / 3))
+fuzz permission_mapping $((budget * 2 / 3)) 1
+fuzz mapping_inprocess $((budget - budget * 2 / 3)) "$jobs"
 
 # Every new finding: tmin, then a regression scenario, then a replay of that scenario.
 found=0
