@@ -74,6 +74,19 @@ fn every_section_runs_and_the_json_has_the_figures() {
     assert_eq!(frames.len(), 2);
     assert!(frames.iter().all(|p| p["passed"] == true), "{frames:?}");
     assert!(frames[1]["frames"].as_u64() > frames[0]["frames"].as_u64());
+    // One round (--quick): each point is that round.
+    for p in frames {
+        assert_eq!(
+            p["rounds_wall_ms"],
+            serde_json::json!([p["sample"]["wall_ms"]]),
+            "{p}"
+        );
+        assert_eq!(
+            p["rounds_parse_ms"],
+            serde_json::json!([p["parse_ms"]]),
+            "{p}"
+        );
+    }
     // Two points make a fitted slope (its value is the machine's business).
     assert!(report["scale_frames"]["growth"]["time_exponent"].is_f64());
     let cases = report["scale_cases"]["points"].as_array().unwrap();

@@ -75,7 +75,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub quick: bool,
     /// Rounds of baseline and suite (alternating), of the large case, and of each count of the
-    /// cases series (in a row); medians are reported [default: 3; with --quick: 1].
+    /// frames and cases series (in a row); medians are reported [default: 3; with --quick: 1].
     #[arg(long, value_name = "N")]
     pub rounds: Option<usize>,
     /// Where the JSON goes (the table goes to stdout).
@@ -214,6 +214,7 @@ pub fn run(args: BenchArgs) -> Result<ExitCode> {
         report.scale_frames = Some(rt.block_on(scale::frames_series(
             &work.path().join("frames"),
             &frames,
+            rounds,
             &client,
             &long,
         ))?);

@@ -419,9 +419,14 @@ impl BenchReport {
             }
         }
         if let Some(s) = &self.scale_frames {
+            let rounds = s
+                .points
+                .first()
+                .map_or(1, |p| p.rounds_wall_ms.len().max(1));
             let _ = writeln!(
                 t,
-                "\nscale: frames per scenario\n{:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+                "\nscale: frames per scenario (each the median of {rounds} round(s))\n\
+                 {:>8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
                 "updates", "frames", "wall", "checks", "parse", "cpu self", "peak RSS", "passed"
             );
             for p in &s.points {

@@ -1,7 +1,7 @@
 //! How the cost grows: one generated scenario of growing size (frames per scenario), and the
-//! corpus repeated to a growing number of cases. Each point is one timed run; the slope of the
-//! series, not any single point, is what the table states. The large case is one such scenario,
-//! run once a round.
+//! corpus repeated to a growing number of cases. Each point is the median of `--rounds` runs of
+//! its size in a row; the slope of the series, not any single point, is what the table states.
+//! The large case is one such scenario, run once a round.
 
 use std::path::Path;
 use std::time::Instant;
@@ -32,14 +32,28 @@ pub struct FramesPoint {
     pub frames: usize,
     /// Every transcript entry: frames, control-plane messages and notes.
     pub transcript_entries: usize,
-    /// Parsing the generated file (not part of the run).
+    /// Parsing the generated file (not part of the run); in the frames series, the median of
+    /// the point's rounds.
     pub parse_ms: f64,
-    /// The case: launch, play, record, shut down, grade (`run_case`).
+    /// The case: launch, play, record, shut down, grade (`run_case`); in the frames series, the
+    /// round with the median wall time, with the least peak RSS of the rounds
+    /// ([`median_frames_point`]).
     pub sample: Sample,
-    /// The checks alone over the finished record, again, one thread.
+    /// The checks alone over the finished record, again, one thread; in the frames series, the
+    /// median of the point's rounds.
     pub checks_ms: f64,
-    /// The case completed and no trial failed.
+    /// The case completed and no trial failed (in every round).
     pub passed: bool,
+    /// The case's wall time in each round, in the order run (the frames series; empty for the
+    /// large case, whose rounds `Large` keeps).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds_wall_ms: Vec<f64>,
+    /// The parse in each round, in the order run (as `rounds_wall_ms`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds_parse_ms: Vec<f64>,
+    /// The harness's peak RSS in each round, in the order run (as `rounds_wall_ms`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds_peak_rss_kib: Vec<u64>,
 }
 
 /// One point of the cases series: what `acp-harness run` does with that many cases.
@@ -122,6 +136,9 @@ async fn frames_point(
         sample,
         checks_ms,
         passed,
+        rounds_wall_ms: Vec::new(),
+        rounds_parse_ms: Vec::new(),
+        rounds_peak_rss_kib: Vec::new(),
     })
 }
 
@@ -305,28 +322,66 @@ fn median_point(runs: Vec<CasesRun>) -> Option<CasesPoint> {
     })
 }
 
-/// One generated scenario per count of updates in `counts`.
+/// One generated scenario per count of updates in `counts`, each count `rounds` times in a row;
+/// each point is the median of its rounds ([`median_frames_point`]). The parse of a long
+/// scenario runs on three threads, and on two cores one run of it moved from 2.1 to 4.3 µs a
+/// step with what the machine had done before (docs/performance.md, "Goals").
 pub async fn frames_series(
     dir: &Path,
     counts: &[usize],
+    rounds: usize,
     client: &ClientSpec,
     cfg: &RunConfig,
 ) -> Result<FramesSeries> {
     let mut points = Vec::new();
     for &n in counts {
-        let p = frames_point(dir, n, client, cfg).await?;
-        progress(&format!(
-            "scale-frames: {n} updates ({} frames) in {:.2} s",
-            p.frames,
-            p.sample.wall_ms / 1000.0
-        ));
-        points.push(p);
+        let mut count_rounds = Vec::new();
+        for round in 1..=rounds {
+            let p = frames_point(dir, n, client, cfg).await?;
+            progress(&format!(
+                "scale-frames: {n} updates ({} frames), round {round}/{rounds}, in {:.2} s, parse {:.2} s",
+                p.frames,
+                p.sample.wall_ms / 1000.0,
+                p.parse_ms / 1000.0
+            ));
+            count_rounds.push(p);
+        }
+        points.extend(median_frames_point(count_rounds));
     }
     let xs: Vec<_> = points.iter().map(|p| (p.frames as f64, p.sample)).collect();
     Ok(FramesSeries {
         growth: growth(&xs),
         points,
     })
+}
+
+/// One count's rounds of the frames series as one point: the round with the median wall time,
+/// with the median parse and checks of all rounds, the least peak RSS of all rounds, passed only
+/// if every round passed, and every round's wall time, parse and peak RSS kept in the order run.
+/// The least peak RSS, because a round run after one of the same size starts on the heap that
+/// one freed and the allocator kept: 94 MB for the first round of 10⁵ updates, 128–138 MB for
+/// the two after it, the same in both runs measured; the series' memory slope is what a run of
+/// that size needs, which the first round measures as a single run always did.
+fn median_frames_point(rounds: Vec<FramesPoint>) -> Option<FramesPoint> {
+    let samples: Vec<Sample> = rounds.iter().map(|p| p.sample).collect();
+    let median_wall = median_sample(&samples).wall_ms;
+    let parse_ms = median(rounds.iter().map(|p| p.parse_ms));
+    let checks_ms = median(rounds.iter().map(|p| p.checks_ms));
+    let passed = rounds.iter().all(|p| p.passed);
+    let rounds_wall_ms = samples.iter().map(|s| s.wall_ms).collect();
+    let rounds_parse_ms = rounds.iter().map(|p| p.parse_ms).collect();
+    let rounds_peak_rss_kib: Vec<u64> = samples.iter().map(|s| s.harness_peak_rss_kib).collect();
+    let mut point = rounds
+        .into_iter()
+        .find(|p| p.sample.wall_ms == median_wall)?;
+    point.parse_ms = parse_ms;
+    point.checks_ms = checks_ms;
+    point.passed = passed;
+    point.rounds_wall_ms = rounds_wall_ms;
+    point.rounds_parse_ms = rounds_parse_ms;
+    point.sample.harness_peak_rss_kib = rounds_peak_rss_kib.iter().copied().min()?;
+    point.rounds_peak_rss_kib = rounds_peak_rss_kib;
+    Some(point)
 }
 
 #[cfg(test)]
@@ -356,5 +411,44 @@ mod tests {
         assert_eq!(point.cases_per_s, 250.0);
         assert_eq!(point.rounds_wall_ms, [300.0, 100.0, 200.0]);
         assert!(median_point(Vec::new()).is_none());
+    }
+
+    /// A frames point is its median round by wall time, with the median parse and checks of all
+    /// rounds (not the median round's) and the least peak RSS, failed if any round failed, every
+    /// round kept.
+    #[test]
+    fn a_frames_point_is_the_median_of_its_rounds() {
+        let rounds = [
+            (300.0, 4.0, 1.0, true),
+            (100.0, 6.0, 3.0, false),
+            (200.0, 5.0, 9.0, true),
+        ]
+        .map(|(wall, parse_ms, checks_ms, passed)| FramesPoint {
+            updates: 10,
+            frames: 20,
+            transcript_entries: 30,
+            parse_ms,
+            sample: Sample {
+                harness_peak_rss_kib: wall as u64 + 1000,
+                ..sample(wall)
+            },
+            checks_ms,
+            passed,
+            rounds_wall_ms: Vec::new(),
+            rounds_parse_ms: Vec::new(),
+            rounds_peak_rss_kib: Vec::new(),
+        });
+        let point = median_frames_point(rounds.into()).expect("a point");
+        assert_eq!(point.sample.wall_ms, 200.0);
+        assert_eq!(point.parse_ms, 5.0);
+        assert_eq!(point.checks_ms, 3.0);
+        assert!(!point.passed, "a round failed");
+        assert_eq!(point.rounds_wall_ms, [300.0, 100.0, 200.0]);
+        assert_eq!(point.rounds_parse_ms, [4.0, 6.0, 5.0]);
+        // The least peak RSS, the fastest round's here, not the median round's.
+        assert_eq!(point.sample.harness_peak_rss_kib, 1100);
+        assert_eq!(point.rounds_peak_rss_kib, [1300, 1100, 1200]);
+        assert_eq!(point.frames, 20);
+        assert!(median_frames_point(Vec::new()).is_none());
     }
 }
