@@ -359,9 +359,9 @@ pub async fn frames_series(
 /// with the median parse and checks of all rounds, the least peak RSS of all rounds, passed only
 /// if every round passed, and every round's wall time, parse and peak RSS kept in the order run.
 /// The least peak RSS, because a round run after one of the same size starts on the heap that
-/// one freed and the allocator kept: 94 MB for the first round of 10⁵ updates, 128–138 MB for
-/// the two after it, the same in both runs measured; the series' memory slope is what a run of
-/// that size needs, which the first round measures as a single run always did.
+/// one freed and the allocator kept: 94–108 MB for the first round of 10⁵ updates, 128–175 MB
+/// for the two after it in four runs measured; the series' memory slope is what a run of that
+/// size needs, which the first round measures as a single run always did.
 fn median_frames_point(rounds: Vec<FramesPoint>) -> Option<FramesPoint> {
     let samples: Vec<Sample> = rounds.iter().map(|p| p.sample).collect();
     let median_wall = median_sample(&samples).wall_ms;
