@@ -157,7 +157,7 @@ mod tests {
     fn a_path_is_on_the_longest_mount_point_that_contains_it() {
         let m = |p: &str, d: &str, t: &str| Some((p.to_owned(), d.to_owned(), t.to_owned()));
         assert_eq!(found("/tmp/acp-case-x"), m("/tmp", "0:22", "tmpfs"));
-        assert_eq!(found("/work/main"), m("/", "254:0", "ext4"));
+        assert_eq!(found("/home/someone/project"), m("/", "254:0", "ext4"));
         assert_eq!(found("/dev/shm"), m("/dev/shm", "0:21", "tmpfs"));
         // `/tmpfoo` is not below `/tmp`: components, not characters.
         assert_eq!(found("/tmpfoo"), m("/", "254:0", "ext4"));
