@@ -86,6 +86,11 @@ fn every_section_runs_and_the_json_has_the_figures() {
             serde_json::json!([p["parse_ms"]]),
             "{p}"
         );
+        assert_eq!(
+            p["rounds_peak_rss_kib"],
+            serde_json::json!([p["sample"]["harness_peak_rss_kib"]]),
+            "{p}"
+        );
     }
     // Two points make a fitted slope (its value is the machine's business).
     assert!(report["scale_frames"]["growth"]["time_exponent"].is_f64());
