@@ -67,9 +67,10 @@ fuzz() {
   local corpus=fuzz/corpus/$target artifacts=fuzz/artifacts/$target
   mkdir -p "$corpus" "$artifacts"
   echo "== $target: ${secs}s, $processes process(es), corpus of $(find "$corpus" -type f | wc -l) inputs"
-  # -fork=N -ignore_crashes=1: N fuzz processes at a time, each restarted after a finding (which is
-  # saved) and their corpora merged; the in-process target is CPU-bound, so its executions per
-  # second grow with the processes (fuzz/README.md, "Throughput").
+  # -fork=N -ignore_crashes=1: N fuzz processes at a time, each a job of growing length whose new
+  # inputs are merged into the corpus when it ends; a finding is saved and its job replaced. The
+  # in-process target is CPU-bound, so its executions per second grow with the processes
+  # (fuzz/README.md, "Throughput").
   # -timeout: a turn waits at most ACP_FUZZ_STEP_TIMEOUT_MS per step, far below this.
   cargo fuzz run "${flags[@]}" "$target" "$corpus" "$seeds" -- \
     -max_total_time="$secs" -fork="$processes" -ignore_crashes=1 -timeout=120 \
