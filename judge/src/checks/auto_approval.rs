@@ -23,8 +23,12 @@
 //! * an `allow_always` option picked by the client itself needs the policy's `allow_always`
 //!   (or a remembered grant for the kinds) → else `fail`.
 //! * `cancelled` when nobody cancelled (no user Stop, no `$/cancel_request` for that request, no
-//!   shutdown) → `warn`: the outcome says the turn was cancelled.
+//!   shutdown) → `warn`: the outcome says the turn was cancelled. Not when every reject option's
+//!   id is also an allow option's: `cancelled` is then the only unambiguous no.
 //! * a `reject_*` is always safe.
+//! * an id the agent offered for an allow and a reject option alike (ACP: an `optionId` is
+//!   unique), answered by the client itself → `warn`: it may have meant the reject, but the agent
+//!   may read the grant.
 
 mod fs_reach;
 mod reach;
@@ -298,7 +302,9 @@ impl Judge<'_, '_> {
         match decision.answer {
             // Rejects are always safe; an option that was not offered is offered-options'.
             PermissionAnswer::Selected(option_id) => {
-                if let Some(kind @ ("allow_once" | "allow_always")) = decision.option_kind {
+                if let Some(readings) = mixed_readings(request, option_id) {
+                    self.own_ambiguous(request, decision, option_id, &readings, problems)
+                } else if let Some(kind @ ("allow_once" | "allow_always")) = decision.option_kind {
                     self.own_allow(request, decision, option_id, kind, grants, problems)
                 }
             }
@@ -392,6 +398,34 @@ impl Judge<'_, '_> {
         }
     }
 
+    /// The client answered by itself with an id the agent offered for an allow and a reject
+    /// option alike. It may have meant the reject (acpx 0.19 answers the first `reject_*`
+    /// option's id when it will not ask), so it is not blamed for approving; but the agent may
+    /// read the answer as the allow, a grant nobody gave, and the client had a safe answer: a
+    /// reject of an id of its own, or `cancelled` when there is none ([`offers_reject`]).
+    fn own_ambiguous(
+        &self,
+        request: &PermissionRequest<'_>,
+        decision: &Decision<'_>,
+        option_id: &str,
+        readings: &[String],
+        problems: &mut Problems,
+    ) {
+        problems.warn(
+            59,
+            format!(
+                "permission request #{} (toolCallId {}) offers the optionId \"{option_id}\" for {} options ({}), and the client answered \"{option_id}\" by itself at #{}: the agent may read it as any of them, an approval included. Expected: option ids are unique, so a client that will not approve answers with a reject option whose id no allow option shares, or cancelled when there is none. Policy: {}.",
+                request.index,
+                request.tool_call_id.unwrap_or("(none)"),
+                readings.len(),
+                readings.join(", "),
+                decision.index,
+                self.policy_words()
+            ),
+            &[request.index, decision.index],
+        );
+    }
+
     fn grants_words(&self, granted: &[&(Vec<Kind>, usize)]) -> String {
         if granted.is_empty() {
             return String::new();
@@ -429,14 +463,49 @@ impl Judge<'_, '_> {
     }
 }
 
-/// Whether the request offers a reject option. Without one, a client that will not approve has
-/// no way to say no but the `cancelled` outcome (the protocol's outcomes are an offered option or
-/// `cancelled`): acpx 0.19 does exactly that under its escalate policy, and is right to.
+/// Whether the request offers a reject option that says only no: one whose id no allow option
+/// shares. Without one, a client that will not approve has no way to say no but the `cancelled`
+/// outcome (the protocol's outcomes are an offered option or `cancelled`): acpx 0.19 does
+/// exactly that under its escalate policy, and is right to.
 fn offers_reject(request: &PermissionRequest<'_>) -> bool {
     request
         .options
         .iter()
-        .any(|o| matches!(o.kind, Some("reject_once" | "reject_always")))
+        .filter(|o| is_reject(o.kind))
+        .any(|o| mixed_readings(request, o.option_id).is_none())
+}
+
+fn is_reject(kind: Option<&str>) -> bool {
+    matches!(kind, Some("reject_once" | "reject_always"))
+}
+
+fn is_allow(kind: Option<&str>) -> bool {
+    matches!(kind, Some("allow_once" | "allow_always"))
+}
+
+/// The options offered with `option_id` (`kind "name"` each), when they are both an allow and a
+/// reject: an answer with that id has no one meaning. ACP: an `optionId` is a "unique identifier
+/// for this option"; the agent broke that, and only the client's answer can stay clear of it.
+fn mixed_readings(request: &PermissionRequest<'_>, option_id: &str) -> Option<Vec<String>> {
+    let sharing: Vec<_> = request
+        .options
+        .iter()
+        .filter(|o| o.option_id == option_id)
+        .collect();
+    let mixed =
+        sharing.iter().any(|o| is_allow(o.kind)) && sharing.iter().any(|o| is_reject(o.kind));
+    mixed.then(|| {
+        sharing
+            .iter()
+            .map(|o| {
+                format!(
+                    "{} {}",
+                    o.kind.unwrap_or("(no kind)"),
+                    serde_json::Value::from(o.name.unwrap_or_default())
+                )
+            })
+            .collect()
+    })
 }
 
 /// A user Stop, the agent's `$/cancel_request` for the request, or a shutdown, before the

@@ -265,6 +265,67 @@ fn cancelled_is_the_only_no_when_no_reject_is_offered() {
     assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
 }
 
+/// An agent that offers one id for an allow and a reject option (`grant-by-a-colliding-id`,
+/// the fuzz seed) leaves no answer with that id one meaning. A client that answers it by
+/// itself (acpx 0.19 answers the first reject's id) did not approve, so it is not failed for
+/// approving; it is warned, since the agent may read the answer as the grant. With no reject of
+/// an id of its own, `cancelled` is the safe no and passes.
+#[test]
+fn an_answer_with_an_id_shared_by_allow_and_reject_is_a_warning() {
+    let colliding = json!([{"optionId":"x","name":"Always allow","kind":"allow_always"},
+                           {"optionId":"x","name":"Reject","kind":"reject_once"}]);
+    let case = || {
+        wire_case(
+            None,
+            json!({"sessionUpdate":"tool_call","toolCallId":"t","kind":"delete","title":"rm notes.md"}),
+        )
+    };
+    let c = case();
+    c.permission(
+        json!(0),
+        json!({"toolCallId":"t","kind":"delete"}),
+        colliding.clone(),
+    );
+    c.select(json!(0), "x");
+    let f = c.grade(&AutoApproval);
+    assert_grade(
+        &f,
+        Grade::Warn,
+        r#"offers the optionId "x" for 2 options (allow_always "Always allow", reject_once "Reject")"#,
+    );
+    assert!(
+        !f.message.contains("was approved by the client itself"),
+        "{f:?}"
+    );
+
+    let c = case();
+    c.permission(
+        json!(0),
+        json!({"toolCallId":"t","kind":"delete"}),
+        colliding,
+    );
+    c.cancelled(json!(0));
+    assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
+
+    // A reject with an id of its own beside the colliding pair: that is the way to say no, so
+    // `cancelled` is warned as usual.
+    let c = case();
+    let with_own_reject = json!([{"optionId":"x","name":"Always allow","kind":"allow_always"},
+                                 {"optionId":"x","name":"Reject","kind":"reject_once"},
+                                 {"optionId":"no","name":"No","kind":"reject_once"}]);
+    c.permission(
+        json!(0),
+        json!({"toolCallId":"t","kind":"delete"}),
+        with_own_reject,
+    );
+    c.cancelled(json!(0));
+    assert_grade(
+        &c.grade(&AutoApproval),
+        Grade::Warn,
+        "answered cancelled at #",
+    );
+}
+
 #[test]
 fn a_kindless_command_is_an_execute_and_a_diff_an_edit() {
     let run = |tool_call: Value| {
