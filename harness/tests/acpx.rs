@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use acp_harness::client_spec::ClientSpec;
+use acp_harness::fuzz::{self, Driver, DriverConfig, PermissionTurn};
 use acp_judge::checks::Grade;
 use acp_judge::record::RunEnd;
 use real_client::{grade, run_one};
@@ -127,4 +128,61 @@ fn acpx_on_a_terminal_keeps_its_known_bugs() {
     let (g, m) = grade(&r, "auto-approval");
     assert_eq!(*g, Grade::Fail, "{m}");
     assert!(m.contains("outside the workspace"), "{m}");
+}
+
+fn seed(name: &str) -> PermissionTurn {
+    let path = real_client::workspace()
+        .join("fuzz/seeds/permission_mapping")
+        .join(name);
+    fuzz::decode(&std::fs::read(path).expect("seed exists")).expect("seed decodes")
+}
+
+/// The fuzz driver reaches acpx, which has no adapter: each turn is a one-case run of the turn's
+/// regression scenario (fuzz/README.md, "A client without an adapter"). A seed acpx maps right
+/// passes; one where it takes the subject from the request alone is a finding that reproduces on
+/// a fresh acpx; with that check's failures declared known (`ACP_FUZZ_KNOWN_FAILURES`) the same
+/// turn is no finding, its trial graded `expected`.
+#[test]
+fn the_fuzz_driver_plays_acpx_one_case_per_turn() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(program) = acpx() else { return };
+    let mut cfg = DriverConfig::from_env().expect("driver config");
+    cfg.client = client(&program, "acpx.toml");
+    cfg.known_failures.clear();
+    assert!(!cfg.has_adapter());
+    let mut driver = Driver::new(cfg.clone()).expect("driver");
+
+    let clean = driver
+        .play(&seed("codex-ts-sparse-edit.json"))
+        .expect("acpx shows a sparse edit request as a file change");
+    let subject = clean
+        .verdict
+        .trials
+        .iter()
+        .find(|t| t.check == "subject-kind")
+        .expect("graded");
+    assert_eq!(subject.grade, Grade::Pass, "{}", subject.message);
+
+    let turn = seed("claude-read-other-no-kind.json");
+    let finding = driver
+        .play(&turn)
+        .expect_err("acpx shows a read requested as `other` as [other]");
+    let s = &finding.summary;
+    assert!(s.contains("subject-kind [fail]"), "{s}");
+    assert!(
+        s.contains("reproduces on a freshly started client: yes"),
+        "{s}"
+    );
+    assert!(s.contains("observer → harness"), "{s}");
+
+    cfg.known_failures = vec!["subject-kind".into()];
+    let mut driver = Driver::new(cfg).expect("driver");
+    let known = driver.play(&turn).expect("a known failure is no finding");
+    let subject = known
+        .verdict
+        .trials
+        .iter()
+        .find(|t| t.check == "subject-kind")
+        .expect("graded");
+    assert_eq!(subject.grade, Grade::Expected, "{}", subject.message);
 }

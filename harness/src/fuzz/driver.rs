@@ -12,6 +12,10 @@
 //! [`PolicyChoice`] of the inputs, each started on first use; a client that does not take
 //! `--policy` is one client, whatever the inputs say.
 //!
+//! A client without a control-plane adapter (a profile with `control = "none"`, such as acpx)
+//! cannot be played the user over a long-lived connection: each turn is then a one-case
+//! scenario run instead ([`super::as_case`]), one client process per input.
+//!
 //! The per-turn path is lean: no process spawn, no sleep (every wait ends on the awaited frame or
 //! the step timeout), no schema compilation (validators are compiled once per process), frames
 //! of a step written in one `write`. The client is restarted after a finding (its state is then
@@ -23,11 +27,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
+use super::as_case;
 use super::input::{PermissionTurn, PolicyChoice};
 use super::live::Live;
 use super::verdict::{Verdict, summary};
 use crate::client_spec::{ClientSpec, ControlMode};
 use crate::locate::{self, WorkspaceBin};
+use acp_judge::checks::all_checks;
 use acp_judge::record::CaseRecord;
 
 /// Knobs of the driver.
@@ -43,16 +49,22 @@ pub struct DriverConfig {
     /// After a finding, replay the input on a freshly started client and say whether it
     /// reproduces there.
     pub confirm_on_fresh_client: bool,
+    /// Checks whose `fail` and `warn` are known bugs of this client, graded `expected` instead
+    /// of stopping the fuzzer (`ACP_FUZZ_KNOWN_FAILURES`).
+    pub known_failures: Vec<String>,
 }
 
 impl DriverConfig {
     /// From the environment:
     /// * `ACP_HARNESS_CLIENT`: the client (`reference` by default, `mutant:<name>`, a JSON argv
-    ///   array, or a client profile), as for `cargo test`; it must have a control-plane adapter;
+    ///   array, or a client profile), as for `cargo test`; a client without a control-plane
+    ///   adapter (a profile with `control = "none"`) plays each turn as a one-case run;
     /// * `ACP_HARNESS_REFERENCE_CLIENT`, `ACP_HARNESS_FAKE_AGENT`: explicit binaries; otherwise
     ///   they are found next to the running executable or in the workspace's `target/release`,
     ///   `target/debug` (a fuzz target runs from `fuzz/target/…`, where they are not);
-    /// * `ACP_FUZZ_STEP_TIMEOUT_MS` (default 5000), `ACP_FUZZ_TURNS_PER_CLIENT` (default 5000).
+    /// * `ACP_FUZZ_STEP_TIMEOUT_MS` (default 5000), `ACP_FUZZ_TURNS_PER_CLIENT` (default 5000);
+    /// * `ACP_FUZZ_KNOWN_FAILURES`: check ids, comma-separated, whose failures are known bugs of
+    ///   the client (graded `expected`, not findings).
     pub fn from_env() -> Result<Self> {
         let client_text = std::env::var("ACP_HARNESS_CLIENT").ok();
         let client = match client_text.as_deref().map(str::trim) {
@@ -60,12 +72,6 @@ impl DriverConfig {
             Some(s) if s.starts_with("mutant:") => reference_spec(Some(&s["mutant:".len()..]))?,
             Some(s) => ClientSpec::parse(s)?,
         };
-        if client.control != ControlMode::Adapter {
-            bail!(
-                "the fuzz driver plays the user through the control plane: client {:?} has no adapter",
-                client.name
-            );
-        }
         let number = |name: &str, default: u64| -> Result<u64> {
             match std::env::var(name) {
                 Ok(v) => v
@@ -81,7 +87,16 @@ impl DriverConfig {
             step_timeout: Duration::from_millis(number("ACP_FUZZ_STEP_TIMEOUT_MS", 5000)?.max(1)),
             turns_per_client: number("ACP_FUZZ_TURNS_PER_CLIENT", 5000)?.max(1),
             confirm_on_fresh_client: true,
+            known_failures: known_failures(
+                std::env::var("ACP_FUZZ_KNOWN_FAILURES").ok().as_deref(),
+            )?,
         })
+    }
+
+    /// True if the client has a control-plane adapter: turns are played on long-lived clients.
+    /// Otherwise each turn is a one-case scenario run ([`super::as_case`]).
+    pub fn has_adapter(&self) -> bool {
+        self.client.control == ControlMode::Adapter
     }
 
     /// True if the client is the reference client or one of its mutants, which take
@@ -99,6 +114,26 @@ impl DriverConfig {
             PolicyChoice::ClientDefault
         }
     }
+}
+
+/// The check ids of `ACP_FUZZ_KNOWN_FAILURES` (comma-separated; blanks ignored), each one a
+/// check of the harness.
+fn known_failures(text: Option<&str>) -> Result<Vec<String>> {
+    let checks: Vec<&str> = all_checks().iter().map(|c| c.id()).collect();
+    let mut known = Vec::new();
+    for id in text.unwrap_or_default().split(',').map(str::trim) {
+        if id.is_empty() {
+            continue;
+        }
+        if !checks.contains(&id) {
+            bail!(
+                "ACP_FUZZ_KNOWN_FAILURES names {id:?}, which is not a check; the checks are: {}",
+                checks.join(", ")
+            );
+        }
+        known.push(id.to_owned());
+    }
+    Ok(known)
 }
 
 /// The reference client (or one of its mutants) as a client spec.
@@ -229,6 +264,21 @@ impl Driver {
     fn play_once(&mut self, turn: &PermissionTurn) -> TurnResult {
         self.turns += 1;
         let n = self.turns;
+        let mut result = if self.cfg.has_adapter() {
+            self.play_on_live_client(turn, n)
+        } else {
+            let (record, trials) = self.runtime.block_on(as_case::play(turn, n, &self.cfg));
+            TurnResult {
+                record,
+                verdict: Verdict { trials },
+            }
+        };
+        result.verdict.expect_known(&self.cfg.known_failures);
+        result
+    }
+
+    /// Turn `n` on the long-lived client of its policy (started or restarted as needed).
+    fn play_on_live_client(&mut self, turn: &PermissionTurn, n: u64) -> TurnResult {
         let cfg = self.cfg.clone();
         let key = cfg.client_for(turn);
         let retire = self
@@ -279,5 +329,27 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         self.stop_client();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::known_failures;
+
+    #[test]
+    fn known_failures_are_check_ids_and_a_typo_is_refused_with_the_list() {
+        assert!(known_failures(None).expect("unset").is_empty());
+        assert_eq!(
+            known_failures(Some(" subject-kind, ,auto-approval ")).expect("two checks"),
+            ["subject-kind", "auto-approval"]
+        );
+        let err = known_failures(Some("subject_kind"))
+            .expect_err("not a check")
+            .to_string();
+        assert!(
+            err.contains("\"subject_kind\", which is not a check"),
+            "{err}"
+        );
+        assert!(err.contains("subject-kind, offered-options"), "{err}");
     }
 }

@@ -465,7 +465,7 @@ fn crashed(exit: &launch::ExitInfo, reason: &str) -> RunEnd {
 
 /// The record of a client that could not even be started: graded `error` (the reason) unless
 /// the caller sets a crash.
-fn failed_start(cfg: &DriverConfig, reason: String) -> CaseRecord {
+pub(super) fn failed_start(cfg: &DriverConfig, reason: String) -> CaseRecord {
     CaseRecord {
         meta: CaseMeta {
             case_id: case_id(0),

@@ -16,6 +16,7 @@
 //! `permission_mapping`, and `cargo test` replays the committed seeds through the same function
 //! (harness/tests/fuzz_seeds.rs).
 
+mod as_case;
 pub mod driver;
 mod exit_cleanup;
 pub mod frames;
