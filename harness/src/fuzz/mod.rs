@@ -8,6 +8,8 @@
 //!   itself in `live`, on the scenario runner's plumbing: relay socket, the engine's agent link,
 //!   the control plane as the user) and grades each turn with the harness's checks ([`verdict`],
 //!   over "handshake + this turn");
+//! * `as_case`: a turn as a one-case scenario run, for a client without an adapter (a client
+//!   profile with `control = "none"`), which the driver cannot play the user through;
 //! * [`inprocess`]: the same turn played against a client's mapping functions in-process, graded
 //!   by the permission checks;
 //! * [`scenario`]: a turn as a regression scenario (`acp-harness fuzz-to-scenario`).
