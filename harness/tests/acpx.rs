@@ -174,6 +174,11 @@ fn the_fuzz_driver_plays_acpx_one_case_per_turn() {
         "{s}"
     );
     assert!(s.contains("observer → harness"), "{s}");
+    // Replayed as every fuzz finding is, not as the generated case (no scenario holds it).
+    assert!(
+        s.contains("repro: cargo run -p acp-harness -- fuzz-to-scenario <crash artifact>"),
+        "{s}"
+    );
 
     cfg.known_failures = vec!["subject-kind".into()];
     let mut driver = Driver::new(cfg).expect("driver");

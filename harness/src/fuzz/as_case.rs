@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use acp_fake_agents::profile::Profiles;
-use acp_judge::checks::Trial;
+use acp_judge::checks::{Trial, grade_case};
 use acp_judge::record::CaseRecord;
 
 use super::driver::DriverConfig;
@@ -58,8 +58,13 @@ pub(super) async fn play(
         jobs: 1,
         scenarios_dir: PathBuf::from("scenarios"),
         fake_agent: cfg.fake_agent.clone(),
-        grade: true,
+        // Graded below, once the record names how to replay it.
+        grade: false,
     };
-    let result = run_owned_case(case, &cfg.client, &run).await;
-    (result.record, result.trials)
+    let mut record = run_owned_case(case, &cfg.client, &run).await.record;
+    // The runner's repro line would replay this generated case, which no scenario directory
+    // holds; a finding's is every fuzz finding's: the artifact written as a scenario, replayed.
+    record.repro = super::live::repro(cfg);
+    let trials = grade_case(&record);
+    (record, trials)
 }

@@ -484,11 +484,17 @@ pub(super) fn failed_start(cfg: &DriverConfig, reason: String) -> CaseRecord {
         symlinks: Default::default(),
         end: RunEnd::HarnessError { reason },
         stderr_tail: String::new(),
-        repro: format!(
-            "cargo run -p acp-harness -- fuzz-to-scenario <crash artifact> --id <id>, then: acp-harness replay 'regressions@fuzz/<id>' --client {}",
-            crate::client_spec::shell_quote(&cfg.client.source)
-        ),
+        repro: repro(cfg),
     }
+}
+
+/// How a fuzz finding is replayed: the crash artifact written as a regression scenario, then that
+/// scenario run against the client.
+pub(super) fn repro(cfg: &DriverConfig) -> String {
+    format!(
+        "cargo run -p acp-harness -- fuzz-to-scenario <crash artifact> --id <id>, then: acp-harness replay 'regressions@fuzz/<id>' --client {}",
+        crate::client_spec::shell_quote(&cfg.client.source)
+    )
 }
 
 /// `{"jsonrpc":"2.0","id":…,"result":…}` answering `request` (id `null` if it had none).
