@@ -137,6 +137,15 @@ fn seed(name: &str) -> PermissionTurn {
     fuzz::decode(&std::fs::read(path).expect("seed exists")).expect("seed decodes")
 }
 
+fn assert_subject_kind(verdict: &fuzz::verdict::Verdict, grade: Grade) {
+    let trial = verdict
+        .trials
+        .iter()
+        .find(|t| t.check == "subject-kind")
+        .expect("subject-kind graded");
+    assert_eq!(trial.grade, grade, "{}", trial.message);
+}
+
 /// The fuzz driver reaches acpx, which has no adapter: each turn is a one-case run of the turn's
 /// regression scenario (fuzz/README.md, "A client without an adapter"). A seed acpx maps right
 /// passes; one where it takes the subject from the request alone is a finding that reproduces on
@@ -155,13 +164,7 @@ fn the_fuzz_driver_plays_acpx_one_case_per_turn() {
     let clean = driver
         .play(&seed("codex-ts-sparse-edit.json"))
         .expect("acpx shows a sparse edit request as a file change");
-    let subject = clean
-        .verdict
-        .trials
-        .iter()
-        .find(|t| t.check == "subject-kind")
-        .expect("graded");
-    assert_eq!(subject.grade, Grade::Pass, "{}", subject.message);
+    assert_subject_kind(&clean.verdict, Grade::Pass);
 
     let turn = seed("claude-read-other-no-kind.json");
     let finding = driver
@@ -183,11 +186,5 @@ fn the_fuzz_driver_plays_acpx_one_case_per_turn() {
     cfg.known_failures = vec!["subject-kind".into()];
     let mut driver = Driver::new(cfg).expect("driver");
     let known = driver.play(&turn).expect("a known failure is no finding");
-    let subject = known
-        .verdict
-        .trials
-        .iter()
-        .find(|t| t.check == "subject-kind")
-        .expect("graded");
-    assert_eq!(subject.grade, Grade::Expected, "{}", subject.message);
+    assert_subject_kind(&known.verdict, Grade::Expected);
 }
