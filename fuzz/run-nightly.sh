@@ -8,7 +8,8 @@
 #
 # Environment:
 #   FUZZ_SECONDS        total time budget in seconds, split 2:1 between permission_mapping (the
-#                       client over pipes) and mapping_inprocess (the reference mapping in-process)
+#                       client over pipes) and mapping_inprocess (the reference mapping in-process);
+#                       all of it to permission_mapping when ACP_HARNESS_CLIENT is another client
 #   ACP_HARNESS_CLIENT  client under test for permission_mapping: a JSON argv array of an
 #                       adapter-bearing client, a client profile (one without an adapter, such as
 #                       clients/acpx/acpx.toml, plays each input as a one-case run: fuzz/README.md),
@@ -83,8 +84,18 @@ fuzz() {
   cargo fuzz cmin "${flags[@]}" "$target" "$corpus"
 }
 
-fuzz permission_mapping $((budget * 2 / 3)) 1
-fuzz mapping_inprocess $((budget - budget * 2 / 3)) "$jobs"
+# mapping_inprocess fuzzes the reference client's mapping code, whatever ACP_HARNESS_CLIENT says:
+# worth a third of the night when that is the client under test, nothing when another client is.
+case "${ACP_HARNESS_CLIENT:-reference}" in
+  reference | mutant:*)
+    fuzz permission_mapping $((budget * 2 / 3)) 1
+    fuzz mapping_inprocess $((budget - budget * 2 / 3)) "$jobs"
+    ;;
+  *)
+    echo "== mapping_inprocess: skipped (it fuzzes the reference client's code, not ${ACP_HARNESS_CLIENT})"
+    fuzz permission_mapping "$budget" 1
+    ;;
+esac
 
 # Every new finding: tmin, then a regression scenario, then a replay of that scenario.
 found=0
