@@ -14,6 +14,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use acp_fake_agents::profile::Profiles;
+use acp_fake_agents::scenario::Case;
 use acp_judge::checks::{Trial, grade_case};
 use acp_judge::record::CaseRecord;
 
@@ -31,26 +32,41 @@ pub(super) async fn play(
     n: u64,
     cfg: &DriverConfig,
 ) -> (CaseRecord, Vec<Trial>) {
+    let mut record = match case_of(turn, n) {
+        Ok(case) => {
+            run_owned_case(case, &cfg.client, &run_config(cfg))
+                .await
+                .record
+        }
+        // `to_scenario` writes what the parser reads (harness/tests/fuzz_seeds.rs); an input it
+        // cannot write is the harness's bug, graded `error` like a client that cannot start.
+        Err(reason) => super::live::failed_start(cfg, reason),
+    };
+    // The runner's repro line would replay this generated case, which no scenario directory
+    // holds; a finding's is every fuzz finding's: the artifact written as a scenario, replayed.
+    record.repro = super::live::repro(cfg);
+    let trials = grade_case(&record);
+    (record, trials)
+}
+
+/// The turn's regression scenario, parsed, as its one case.
+fn case_of(turn: &PermissionTurn, n: u64) -> Result<Case, String> {
     let id = format!("fuzz-turn-{n}");
     let text = to_scenario(turn, &id, "a fuzz input, played as a case");
     let file = format!("{AGENT}/{VERSION}/{id}.toml (generated from the fuzz input)");
-    let scenario = match Profiles::embedded()
+    let scenario = Profiles::embedded()
         .map_err(|errors| errors[0].clone())
         .and_then(|profiles| acp_fake_agents::scenario::parse(&file, &text, profiles))
-    {
-        Ok(scenario) => scenario,
-        // `to_scenario` writes what the parser reads (harness/tests/fuzz_seeds.rs); an input it
-        // cannot write is the harness's bug, reported as the turn's error.
-        Err(e) => {
-            let reason = format!("harness bug: the scenario of the fuzz input does not parse: {e}");
-            return (super::live::failed_start(cfg, reason), Vec::new());
-        }
-    };
-    let Some(case) = scenario.into_cases().into_iter().next() else {
-        let reason = "harness bug: the scenario of the fuzz input has no case".to_owned();
-        return (super::live::failed_start(cfg, reason), Vec::new());
-    };
-    let run = RunConfig {
+        .map_err(|e| format!("harness bug: the scenario of the fuzz input does not parse: {e}"))?;
+    scenario
+        .into_cases()
+        .into_iter()
+        .next()
+        .ok_or_else(|| "harness bug: the scenario of the fuzz input has no case".to_owned())
+}
+
+fn run_config(cfg: &DriverConfig) -> RunConfig {
+    RunConfig {
         step_timeout: cfg.step_timeout,
         case_timeout: CASE_TIMEOUT.max(cfg.step_timeout * 4),
         settle_timeout: None,
@@ -58,13 +74,7 @@ pub(super) async fn play(
         jobs: 1,
         scenarios_dir: PathBuf::from("scenarios"),
         fake_agent: cfg.fake_agent.clone(),
-        // Graded below, once the record names how to replay it.
+        // The caller grades, once the record names how to replay it.
         grade: false,
-    };
-    let mut record = run_owned_case(case, &cfg.client, &run).await.record;
-    // The runner's repro line would replay this generated case, which no scenario directory
-    // holds; a finding's is every fuzz finding's: the artifact written as a scenario, replayed.
-    record.repro = super::live::repro(cfg);
-    let trials = grade_case(&record);
-    (record, trials)
+    }
 }
