@@ -1,5 +1,6 @@
-//! Permission turns per second of the long-lived fuzz driver against `ACP_HARNESS_CLIENT` (the
-//! reference client by default), on stable Rust, without libFuzzer: `cargo run --release -p
+//! Permission turns per second of the fuzz driver against `ACP_HARNESS_CLIENT` (the reference
+//! client by default; a client without an adapter plays one case per turn), on stable Rust,
+//! without libFuzzer: `cargo run --release -p
 //! acp-harness --example fuzz_throughput [TURNS]` (default 20000). Inputs are pseudo-random bytes
 //! decoded like fuzz inputs; findings are counted, not fatal. fuzz/README.md reports the figures.
 
