@@ -302,8 +302,8 @@ impl Judge<'_, '_> {
         match decision.answer {
             // Rejects are always safe; an option that was not offered is offered-options'.
             PermissionAnswer::Selected(option_id) => {
-                if let Some(readings) = mixed_readings(request, option_id) {
-                    self.own_ambiguous(request, decision, option_id, &readings, problems)
+                if request.id_allows_and_rejects(option_id) {
+                    self.own_ambiguous(request, decision, option_id, problems)
                 } else if let Some(kind @ ("allow_once" | "allow_always")) = decision.option_kind {
                     self.own_allow(request, decision, option_id, kind, grants, problems)
                 }
@@ -408,9 +408,15 @@ impl Judge<'_, '_> {
         request: &PermissionRequest<'_>,
         decision: &Decision<'_>,
         option_id: &str,
-        readings: &[String],
         problems: &mut Problems,
     ) {
+        let readings: Vec<String> = request
+            .options_with(option_id)
+            .map(|o| {
+                let name = serde_json::Value::from(o.name.unwrap_or_default());
+                format!("{} {name}", o.kind.unwrap_or("(no kind)"))
+            })
+            .collect();
         problems.warn(
             59,
             format!(
@@ -471,41 +477,7 @@ fn offers_reject(request: &PermissionRequest<'_>) -> bool {
     request
         .options
         .iter()
-        .filter(|o| is_reject(o.kind))
-        .any(|o| mixed_readings(request, o.option_id).is_none())
-}
-
-fn is_reject(kind: Option<&str>) -> bool {
-    matches!(kind, Some("reject_once" | "reject_always"))
-}
-
-fn is_allow(kind: Option<&str>) -> bool {
-    matches!(kind, Some("allow_once" | "allow_always"))
-}
-
-/// The options offered with `option_id` (`kind "name"` each), when they are both an allow and a
-/// reject: an answer with that id has no one meaning. ACP: an `optionId` is a "unique identifier
-/// for this option"; the agent broke that, and only the client's answer can stay clear of it.
-fn mixed_readings(request: &PermissionRequest<'_>, option_id: &str) -> Option<Vec<String>> {
-    let sharing: Vec<_> = request
-        .options
-        .iter()
-        .filter(|o| o.option_id == option_id)
-        .collect();
-    let mixed =
-        sharing.iter().any(|o| is_allow(o.kind)) && sharing.iter().any(|o| is_reject(o.kind));
-    mixed.then(|| {
-        sharing
-            .iter()
-            .map(|o| {
-                format!(
-                    "{} {}",
-                    o.kind.unwrap_or("(no kind)"),
-                    serde_json::Value::from(o.name.unwrap_or_default())
-                )
-            })
-            .collect()
-    })
+        .any(|o| o.is_reject() && !request.id_allows_and_rejects(o.option_id))
 }
 
 /// A user Stop, the agent's `$/cancel_request` for the request, or a shutdown, before the

@@ -13,6 +13,18 @@ pub struct OfferedOption<'a> {
     pub kind: Option<&'a str>,
 }
 
+impl OfferedOption<'_> {
+    /// `allow_once` or `allow_always`.
+    pub fn is_allow(&self) -> bool {
+        matches!(self.kind, Some("allow_once" | "allow_always"))
+    }
+
+    /// `reject_once` or `reject_always`.
+    pub fn is_reject(&self) -> bool {
+        matches!(self.kind, Some("reject_once" | "reject_always"))
+    }
+}
+
 /// An agent `session/request_permission` with everything linked to it.
 #[derive(Debug, Clone)]
 pub struct PermissionRequest<'a> {
@@ -45,6 +57,21 @@ impl<'a> PermissionRequest<'a> {
 
     pub fn option(&self, option_id: &str) -> Option<&OfferedOption<'a>> {
         self.options.iter().find(|o| o.option_id == option_id)
+    }
+
+    /// The options offered with this id (more than one when the agent broke ACP's "unique
+    /// identifier for this option").
+    pub fn options_with(&self, option_id: &str) -> impl Iterator<Item = &OfferedOption<'a>> {
+        self.options
+            .iter()
+            .filter(move |o| o.option_id == option_id)
+    }
+
+    /// True if the agent offered this id for an allow and a reject option alike: an answer with
+    /// it has no one meaning.
+    pub fn id_allows_and_rejects(&self, option_id: &str) -> bool {
+        self.options_with(option_id).any(OfferedOption::is_allow)
+            && self.options_with(option_id).any(OfferedOption::is_reject)
     }
 
     pub fn offered_ids(&self) -> Vec<&'a str> {
