@@ -15,8 +15,9 @@
 #                       clients/acpx/acpx.toml, plays each input as a one-case run: fuzz/README.md),
 #                       `mutant:<name>`, or unset for the reference client (built here in release
 #                       mode)
-#   ACP_FUZZ_KNOWN_FAILURES  checks, comma-separated, whose fail/warn are the client's known
-#                       bugs: not findings while fuzzing, nor when a finding's scenario is replayed
+#   ACP_HARNESS_BASELINE  the client's known bugs, a baseline file (clients/README.md,
+#                       "Baselines"): its check-wide entries are not findings while fuzzing, nor
+#                       when a finding's scenario is replayed (`acp-harness replay --baseline`)
 #   FUZZ_JOBS           fuzz processes at once for mapping_inprocess (default: the number of CPUs,
 #                       `nproc`); permission_mapping runs one, whose clients run beside it
 #   RUSTC_BOOTSTRAP     set to 1 by this script: cargo-fuzz passes nightly-only compiler flags,
@@ -99,8 +100,10 @@ esac
 
 # Every new finding: tmin, then a regression scenario, then a replay of that scenario.
 found=0
-# ACP_FUZZ_KNOWN_FAILURES as an alternation for grep (`subject-kind|auto-approval`).
-known=$(printf '%s' "${ACP_FUZZ_KNOWN_FAILURES:-}" | tr -d ' ' | sed 's/,,*/|/g; s/^|//; s/|$//')
+replay_baseline=()
+if [ -n "${ACP_HARNESS_BASELINE:-}" ]; then
+  replay_baseline=(--baseline "$ACP_HARNESS_BASELINE")
+fi
 {
   echo "# Nightly fuzz: permission mapping"
   echo
@@ -121,13 +124,10 @@ for target in permission_mapping mapping_inprocess; do
     fi
     written=$("$harness" fuzz-to-scenario "$minimized" | sed -n 's/^wrote: *//p')
     id=$(basename "${written:-unknown}" .toml)
-    # The fuzzer is strict (a `warn` is a finding too): read the grades, not the exit status;
-    # a fail or warn of a known check is none, as while fuzzing.
-    findings=$("$harness" replay "regressions@fuzz/$id" 2>/dev/null |
+    # The fuzzer is strict (a `warn` is a finding too): read the grades, not the exit status.
+    # A known bug of the baseline grades `expected` there, as while fuzzing.
+    findings=$("$harness" replay "${replay_baseline[@]}" "regressions@fuzz/$id" 2>/dev/null |
       grep -E '^ *(fail|warn|error|timeout|crash)  ')
-    if [ -n "$known" ]; then
-      findings=$(printf '%s\n' "$findings" | grep -Ev "^ *(fail|warn)  ($known)\$")
-    fi
     if [ -n "$findings" ]; then
       verdict="reproduces"
     else

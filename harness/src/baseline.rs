@@ -136,6 +136,33 @@ impl Baseline {
         }
     }
 
+    /// Fails if an entry names no known check, scenario or trial of the scenarios in `dir` (all
+    /// of them, not just a run's selection).
+    pub fn validate_for_suite(&self, dir: &Path) -> Result<()> {
+        let cases: Vec<String> = crate::suite::load_cases(dir)?
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        self.validate(&cases, &check_ids())
+    }
+
+    /// The entries that cover every trial of a check (`[expected."subject-kind"]`): the only ones
+    /// that can cover a case made up on the fly, such as a fuzz turn. Fails if one of them names
+    /// no check.
+    pub fn check_wide(&self) -> Result<Baseline> {
+        let wide = Baseline {
+            path: self.path.clone(),
+            entries: self
+                .entries
+                .iter()
+                .filter(|(id, _)| !id.contains("::"))
+                .map(|(id, e)| (id.clone(), e.clone()))
+                .collect(),
+        };
+        wide.validate(&[], &check_ids())?;
+        Ok(wide)
+    }
+
     /// Fails if an entry names no known check, scenario or trial. `cases` are every case id of
     /// the scenarios directory (not just the selected ones), `checks` every check id.
     pub fn validate(&self, cases: &[String], checks: &[&str]) -> Result<()> {
@@ -315,6 +342,14 @@ impl Baseline {
     }
 }
 
+/// Every check's id.
+fn check_ids() -> Vec<&'static str> {
+    acp_judge::checks::all_checks()
+        .iter()
+        .map(|c| c.id())
+        .collect()
+}
+
 /// Every trial of `results` with its case's id.
 fn case_trials(results: &[CaseResult]) -> impl Iterator<Item = (&str, &Trial)> {
     results.iter().flat_map(|r| {
@@ -402,6 +437,32 @@ pub(crate) mod tests {
     }
 
     const CASES: [&str; 3] = ["a@1/x", "a@1/each[one]", "a@1/each[two]"];
+
+    /// A case made up on the spot (a fuzz turn) is covered by check-wide entries only; a typo
+    /// among them is refused, one naming a suite trial is left aside.
+    #[test]
+    fn check_wide_entries_cover_any_case_and_a_typo_is_refused() {
+        let b = baseline(
+            r#"
+            [expected."subject-kind"]
+            reason = "takes the kind from the request"
+            [expected."a@1/x::auto-approval"]
+            reason = "one trial"
+            "#,
+        );
+        let wide = b.check_wide().expect("valid");
+        assert_eq!(wide.entries.keys().collect::<Vec<_>>(), ["subject-kind"]);
+        let mut t = trial("subject-kind", Grade::Fail, "shows subject \"read\"");
+        wide.apply_trial("fuzz/turn-7", &mut t);
+        assert_eq!(t.grade, Grade::Expected, "{}", t.message);
+        let mut other = trial("auto-approval", Grade::Fail, "approved");
+        b.apply_trial("fuzz/turn-7", &mut other);
+        assert_eq!(other.grade, Grade::Fail);
+
+        let typo = baseline("[expected.\"subject_kind\"]\nreason = \"r\"\n");
+        let err = typo.check_wide().expect_err("no such check").to_string();
+        assert!(err.contains("\"subject_kind\""), "{err}");
+    }
 
     #[test]
     fn ids_are_checks_trials_or_scenarios() {

@@ -59,6 +59,10 @@ enum Command {
     Replay {
         /// Case id, e.g. `opencode@1.18/edit-permission` (see `acp-harness list`).
         case_id: String,
+        /// Expected failures (TOML; clients/README.md, "Baselines"), as for `run`: a listed
+        /// failure of this case grades `expected` and does not make the exit status 1.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
         #[command(flatten)]
         common: CommonArgs,
     },
@@ -248,7 +252,11 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run(args),
         Command::List(args) => list(args),
-        Command::Replay { case_id, common } => replay(&case_id, common),
+        Command::Replay {
+            case_id,
+            baseline,
+            common,
+        } => replay(&case_id, baseline.as_deref(), common),
         Command::Report {
             runs,
             out,
@@ -469,15 +477,7 @@ fn load_baseline(args: &RunArgs, cfg: &RunConfig) -> Result<Option<Baseline>> {
     } else {
         Baseline::load(path)?
     };
-    let cases: Vec<String> = suite::load_cases(&cfg.scenarios_dir)?
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
-    let checks: Vec<&str> = acp_judge::checks::all_checks()
-        .iter()
-        .map(|c| c.id())
-        .collect();
-    baseline.validate(&cases, &checks)?;
+    baseline.validate_for_suite(&cfg.scenarios_dir)?;
     Ok(Some(baseline))
 }
 
@@ -519,10 +519,23 @@ fn fuzz_to_scenario(
     Ok(ExitCode::SUCCESS)
 }
 
-fn replay(case_id: &str, common: CommonArgs) -> Result<ExitCode> {
+fn replay(
+    case_id: &str,
+    baseline: Option<&std::path::Path>,
+    common: CommonArgs,
+) -> Result<ExitCode> {
     let (cfg, client) = config(&common)?;
     let case = suite::find_case(&cfg.scenarios_dir, case_id)?;
-    let result = runtime()?.block_on(runner::run_case(&case, &client, &cfg));
+    let baseline = baseline.map(Baseline::load).transpose()?;
+    if let Some(b) = &baseline {
+        b.validate_for_suite(&cfg.scenarios_dir)?;
+    }
+    let mut result = runtime()?.block_on(runner::run_case(&case, &client, &cfg));
+    if let Some(b) = &baseline {
+        for t in &mut result.trials {
+            b.apply_trial(&result.record.meta.case_id, t);
+        }
+    }
     acp_harness::outln!("{}", wire_log(&result.record.transcript));
     acp_harness::outln!("end: {:?}", result.record.end);
     if !result.record.stderr_tail.is_empty() {

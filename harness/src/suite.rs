@@ -132,9 +132,7 @@ fn shared(dir: &Path) -> Result<&'static Shared, String> {
                 }
                 let baseline = Baseline::from_env()?;
                 if let Some(b) = &baseline {
-                    let cases: Vec<String> = load_cases(dir)?.into_iter().map(|c| c.id).collect();
-                    let checks: Vec<&str> = all_checks().iter().map(|c| c.id()).collect();
-                    b.validate(&cases, &checks)?;
+                    b.validate_for_suite(dir)?;
                 }
                 Ok(Shared {
                     baseline,

@@ -11,6 +11,7 @@ mod real_client;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use acp_harness::baseline::Baseline;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::fuzz::{self, Driver, DriverConfig, PermissionTurn};
 use acp_judge::checks::Grade;
@@ -149,15 +150,15 @@ fn assert_subject_kind(verdict: &fuzz::verdict::Verdict, grade: Grade) {
 /// The fuzz driver reaches acpx, which has no adapter: each turn is a one-case run of the turn's
 /// regression scenario (fuzz/README.md, "A client without an adapter"). A seed acpx maps right
 /// passes; one where it takes the subject from the request alone is a finding that reproduces on
-/// a fresh acpx; with that check's failures declared known (`ACP_FUZZ_KNOWN_FAILURES`) the same
-/// turn is no finding, its trial graded `expected`.
+/// a fresh acpx; with a baseline whose check-wide entry expects that check's failures
+/// (`ACP_HARNESS_BASELINE`) the same turn is no finding, its trial graded `expected`.
 #[test]
 fn the_fuzz_driver_plays_acpx_one_case_per_turn() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = acpx() else { return };
     let mut cfg = DriverConfig::from_env().expect("driver config");
     cfg.client = client(&program, "acpx.toml");
-    cfg.known_failures.clear();
+    cfg.baseline = None;
     assert!(!cfg.has_adapter());
     let mut driver = Driver::new(cfg.clone()).expect("driver");
 
@@ -183,7 +184,15 @@ fn the_fuzz_driver_plays_acpx_one_case_per_turn() {
         "{s}"
     );
 
-    cfg.known_failures = vec!["subject-kind".into()];
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("baseline.toml");
+    std::fs::write(
+        &path,
+        "[expected.\"subject-kind\"]\nreason = \"takes the kind from the request alone\"\n",
+    )
+    .expect("baseline written");
+    let baseline = Baseline::load(&path).expect("baseline loads");
+    cfg.baseline = Some(baseline.check_wide().expect("a check-wide entry"));
     let mut driver = Driver::new(cfg).expect("driver");
     let known = driver.play(&turn).expect("a known failure is no finding");
     assert_subject_kind(&known.verdict, Grade::Expected);

@@ -178,3 +178,36 @@ fn bless_writes_a_baseline_that_makes_the_run_green() {
     let (grade, _) = grade_of(&dir.path().join("second"), trial);
     assert_eq!(grade, "expected");
 }
+
+/// `replay --baseline` grades one case with the same file: the mutant's failure of a check-wide
+/// entry is `expected` and the exit status 0; without the file the same replay exits 1.
+#[test]
+fn replay_applies_a_baseline() {
+    let (case, _) = mutant_failure();
+    let dir = tempfile::tempdir().unwrap();
+    let baseline = dir.path().join("baseline.toml");
+    std::fs::write(
+        &baseline,
+        "[expected.\"subject-kind\"]\nreason = \"shows every approval as a command\"\n",
+    )
+    .unwrap();
+    let replay = |extra: &[&std::ffi::OsStr]| {
+        Command::new(env!("CARGO_BIN_EXE_acp-harness"))
+            .args(["replay", "--client", "mutant:always-command", case])
+            .args(extra)
+            .output()
+            .expect("acp-harness runs")
+    };
+    let o = replay(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("fail  subject-kind"), "{}", text(&o));
+
+    let o = replay(&["--baseline".as_ref(), baseline.as_os_str()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("expected  subject-kind"), "{t}");
+    assert!(
+        t.contains("expected fail (baseline \"subject-kind\": shows every approval as a command)"),
+        "{t}"
+    );
+}

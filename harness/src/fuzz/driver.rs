@@ -25,15 +25,15 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::as_case;
 use super::input::{PermissionTurn, PolicyChoice};
 use super::live::Live;
 use super::verdict::{Verdict, summary};
+use crate::baseline::Baseline;
 use crate::client_spec::{ClientSpec, ControlMode};
 use crate::locate::{self, WorkspaceBin};
-use acp_judge::checks::all_checks;
 use acp_judge::record::CaseRecord;
 
 /// Knobs of the driver.
@@ -49,9 +49,10 @@ pub struct DriverConfig {
     /// After a finding, replay the input on a freshly started client and say whether it
     /// reproduces there.
     pub confirm_on_fresh_client: bool,
-    /// Checks whose `fail` and `warn` are known bugs of this client, graded `expected` instead
-    /// of stopping the fuzzer (`ACP_FUZZ_KNOWN_FAILURES`).
-    pub known_failures: Vec<String>,
+    /// The client's known bugs: the check-wide entries of the baseline in
+    /// `ACP_HARNESS_BASELINE` ([`Baseline::check_wide`]). A trial they cover grades `expected`
+    /// instead of stopping the fuzzer.
+    pub baseline: Option<Baseline>,
 }
 
 impl DriverConfig {
@@ -63,8 +64,9 @@ impl DriverConfig {
     ///   they are found next to the running executable or in the workspace's `target/release`,
     ///   `target/debug` (a fuzz target runs from `fuzz/target/…`, where they are not);
     /// * `ACP_FUZZ_STEP_TIMEOUT_MS` (default 5000), `ACP_FUZZ_TURNS_PER_CLIENT` (default 5000);
-    /// * `ACP_FUZZ_KNOWN_FAILURES`: check ids, comma-separated, whose failures are known bugs of
-    ///   the client (graded `expected`, not findings).
+    /// * `ACP_HARNESS_BASELINE`: the client's expected failures, as for `cargo test`; only its
+    ///   check-wide entries (`[expected."subject-kind"]`) can cover a fuzz turn, and a turn's
+    ///   trial they cover is not a finding.
     pub fn from_env() -> Result<Self> {
         let client_text = std::env::var("ACP_HARNESS_CLIENT").ok();
         let client = match client_text.as_deref().map(str::trim) {
@@ -87,9 +89,7 @@ impl DriverConfig {
             step_timeout: Duration::from_millis(number("ACP_FUZZ_STEP_TIMEOUT_MS", 5000)?.max(1)),
             turns_per_client: number("ACP_FUZZ_TURNS_PER_CLIENT", 5000)?.max(1),
             confirm_on_fresh_client: true,
-            known_failures: known_failures(
-                std::env::var("ACP_FUZZ_KNOWN_FAILURES").ok().as_deref(),
-            )?,
+            baseline: fuzz_baseline()?,
         })
     }
 
@@ -116,24 +116,24 @@ impl DriverConfig {
     }
 }
 
-/// The check ids of `ACP_FUZZ_KNOWN_FAILURES` (comma-separated; blanks ignored), each one a
-/// check of the harness.
-fn known_failures(text: Option<&str>) -> Result<Vec<String>> {
-    let checks: Vec<&str> = all_checks().iter().map(|c| c.id()).collect();
-    let mut known = Vec::new();
-    for id in text.unwrap_or_default().split(',').map(str::trim) {
-        if id.is_empty() {
-            continue;
-        }
-        if !checks.contains(&id) {
-            bail!(
-                "ACP_FUZZ_KNOWN_FAILURES names {id:?}, which is not a check; the checks are: {}",
-                checks.join(", ")
-            );
-        }
-        known.push(id.to_owned());
+/// The check-wide entries of `ACP_HARNESS_BASELINE`, if it is set. A fuzz turn is a case made
+/// up on the spot, so an entry naming one trial of the suite covers none: the run says how many
+/// it leaves aside, once, rather than letting the user believe they apply.
+fn fuzz_baseline() -> Result<Option<Baseline>> {
+    let Some(full) = Baseline::from_env()? else {
+        return Ok(None);
+    };
+    let wide = full.check_wide()?;
+    let aside = full.entries.len() - wide.entries.len();
+    if aside > 0 {
+        eprintln!(
+            "acp-harness fuzz: baseline {}: {} check-wide entr{} apply; {aside} naming single trials of the suite cover no fuzz turn",
+            full.path.display(),
+            wide.entries.len(),
+            if wide.entries.len() == 1 { "y" } else { "ies" },
+        );
     }
-    Ok(known)
+    Ok(Some(wide))
 }
 
 /// The reference client (or one of its mutants) as a client spec.
@@ -273,7 +273,12 @@ impl Driver {
                 verdict: Verdict { trials },
             }
         };
-        result.verdict.expect_known(&self.cfg.known_failures);
+        if let Some(baseline) = &self.cfg.baseline {
+            let case_id = &result.record.meta.case_id;
+            for trial in &mut result.verdict.trials {
+                baseline.apply_trial(case_id, trial);
+            }
+        }
         result
     }
 
@@ -329,27 +334,5 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         self.stop_client();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::known_failures;
-
-    #[test]
-    fn known_failures_are_check_ids_and_a_typo_is_refused_with_the_list() {
-        assert!(known_failures(None).expect("unset").is_empty());
-        assert_eq!(
-            known_failures(Some(" subject-kind, ,auto-approval ")).expect("two checks"),
-            ["subject-kind", "auto-approval"]
-        );
-        let err = known_failures(Some("subject_kind"))
-            .expect_err("not a check")
-            .to_string();
-        assert!(
-            err.contains("\"subject_kind\", which is not a check"),
-            "{err}"
-        );
-        assert!(err.contains("subject-kind, offered-options"), "{err}");
     }
 }

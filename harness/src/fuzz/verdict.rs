@@ -36,20 +36,6 @@ impl Verdict {
     pub fn passed(&self) -> bool {
         self.findings().is_empty()
     }
-
-    /// Grades the `fail` and `warn` trials of the checks in `known` (bugs of the client the user
-    /// already knows, `ACP_FUZZ_KNOWN_FAILURES`) `expected`: a client with a known bug, such as
-    /// acpx's subject taken from the request alone, would otherwise stop the fuzzer on that bug
-    /// at its first inputs, every night. A crash, a timeout or an error stays a finding.
-    pub fn expect_known(&mut self, known: &[String]) {
-        for trial in &mut self.trials {
-            if matches!(trial.grade, Grade::Fail | Grade::Warn)
-                && known.iter().any(|k| k == trial.check)
-            {
-                trial.grade = Grade::Expected;
-            }
-        }
-    }
 }
 
 /// True if this trial is a bug the fuzzer reports.
