@@ -186,16 +186,17 @@ impl Baseline {
             return Ok(());
         }
         bail!(
-            "{}: {} entr{} name no known check, scenario or trial (ids are a check id, \
-             `<case>::<check>` or `<agent>@<version>/<scenario>::<check>`; `acp-harness list` \
-             prints every trial):\n{}",
+            "{}: {} entr{} no known check, scenario or trial (ids are a check id, \
+             `<case>::<check>` or `<agent>@<version>/<scenario>::<check>`; the checks are {}; \
+             `acp-harness list` prints every trial):\n{}",
             self.path.display(),
             unknown.len(),
             if unknown.len() == 1 {
-                "y does"
+                "y names"
             } else {
-                "ies do"
+                "ies name"
             },
+            checks.join(", "),
             unknown.join("\n")
         )
     }

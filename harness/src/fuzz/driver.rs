@@ -124,16 +124,32 @@ fn fuzz_baseline() -> Result<Option<Baseline>> {
         return Ok(None);
     };
     let wide = full.check_wide()?;
-    let aside = full.entries.len() - wide.entries.len();
-    if aside > 0 {
-        eprintln!(
-            "acp-harness fuzz: baseline {}: {} check-wide entr{} apply; {aside} naming single trials of the suite cover no fuzz turn",
-            full.path.display(),
-            wide.entries.len(),
-            if wide.entries.len() == 1 { "y" } else { "ies" },
-        );
+    if let Some(note) = set_aside_note(&full, &wide) {
+        eprintln!("acp-harness fuzz: {note}");
     }
     Ok(Some(wide))
+}
+
+/// What a fuzz run says of the entries of `full` that `wide` (its check-wide ones) leaves aside,
+/// if any. A file with none left is most likely the suite's baseline given by mistake: then the
+/// note says how to write the entries that do apply.
+fn set_aside_note(full: &Baseline, wide: &Baseline) -> Option<String> {
+    let aside = full.entries.len() - wide.entries.len();
+    let path = full.path.display();
+    match (aside, wide.entries.len()) {
+        (0, _) => None,
+        (_, 0) => Some(format!(
+            "baseline {path}: none of its {aside} entries covers a fuzz turn (each names one trial \
+             of the suite), so every known bug is still a finding; a fuzz turn is covered by \
+             check-wide entries such as [expected.\"subject-kind\"] (fuzz/README.md, \
+             \"A client without an adapter\")"
+        )),
+        (_, n) => Some(format!(
+            "baseline {path}: its {n} check-wide entr{}; {aside} naming one trial of the suite \
+             cover no fuzz turn",
+            if n == 1 { "y applies" } else { "ies apply" },
+        )),
+    }
 }
 
 /// The reference client (or one of its mutants) as a client spec.
@@ -334,5 +350,54 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         self.stop_client();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_aside_note;
+    use crate::baseline::{Baseline, Entry};
+
+    fn baseline(ids: &[&str]) -> Baseline {
+        Baseline {
+            path: "b.toml".into(),
+            entries: ids
+                .iter()
+                .map(|id| {
+                    let entry = Entry {
+                        reason: "r".into(),
+                        issue: None,
+                        message: None,
+                    };
+                    (id.to_string(), entry)
+                })
+                .collect(),
+        }
+    }
+
+    /// A suite baseline given to the fuzzer by mistake (no check-wide entry) is told apart from
+    /// one that mixes both kinds, and a check-wide file says nothing.
+    #[test]
+    fn entries_that_cover_no_fuzz_turn_are_named() {
+        let suite = baseline(&["a@1/x::subject-kind", "a@1/y::subject-kind"]);
+        let note = set_aside_note(&suite, &suite.check_wide().expect("valid")).expect("a note");
+        assert!(
+            note.contains("none of its 2 entries covers a fuzz turn"),
+            "{note}"
+        );
+        assert!(note.contains("[expected.\"subject-kind\"]"), "{note}");
+
+        let mixed = baseline(&["subject-kind", "a@1/x::auto-approval"]);
+        let note = set_aside_note(&mixed, &mixed.check_wide().expect("valid")).expect("a note");
+        assert!(
+            note.contains("its 1 check-wide entry applies; 1 naming"),
+            "{note}"
+        );
+
+        let wide = baseline(&["subject-kind"]);
+        assert_eq!(
+            set_aside_note(&wide, &wide.check_wide().expect("valid")),
+            None
+        );
     }
 }
