@@ -17,7 +17,10 @@
 //!   be the longest suffix of the printed output that fits the limit and starts at a character
 //!   boundary (all of it when it fits). Without a probe only the limit itself is checked.
 //! * After a kill or a release sent before any exit was reported, the command can only have died
-//!   of the signal the client sent: the exit status must name a signal, not an exit code.
+//!   of the signal the client sent: the exit status must name a signal, not an exit code. Unless
+//!   the command wrote its probe's exit code: then it was about to exit by itself (a client that
+//!   signals the command's children first, as acpx does, lets the shell's `wait` return), and that
+//!   code or a signal are both true.
 //! * A command still running after the client exited is a warning (R105); the harness killed it.
 
 use serde_json::Value;
@@ -122,6 +125,9 @@ enum Expected {
     Code(i32),
     /// Killed by the client (a kill or release sent while it ran).
     Signal,
+    /// Killed by the client, but the command wrote the exit code it was about to exit with: it
+    /// exited with it, or the signal came first.
+    CodeOrSignal(i32),
 }
 
 fn exit_problem(expected: &Expected, status: &Value) -> Option<String> {
@@ -132,7 +138,11 @@ fn exit_problem(expected: &Expected, status: &Value) -> Option<String> {
         Expected::Code(c) => Some(format!(
             "the command exited with code {c}, but the client reported {status}"
         )),
-        Expected::Signal if signal.is_some() && code.is_none() => None,
+        Expected::Signal | Expected::CodeOrSignal(_) if signal.is_some() && code.is_none() => None,
+        Expected::CodeOrSignal(c) if code == Some(i64::from(*c)) && signal.is_none() => None,
+        Expected::CodeOrSignal(c) => Some(format!(
+            "the client killed the command, which then ended by the signal or by exiting with the code {c} it wrote to its probe, but the client reported {status}"
+        )),
         Expected::Signal => Some(format!(
             "the client killed the command, so it ended by a signal, but the client reported {status} (a killed command has no exit code; `signal` names the signal)"
         )),
@@ -209,12 +219,13 @@ fn check_terminal(
     let stop = calls
         .iter()
         .find(|c| matches!(c.method, "terminal/kill" | "terminal/release"));
-    let expected = match (probe.and_then(|p| p.exit_code), stop) {
-        (Some(code), _) => Some((Expected::Code(code), 0)),
-        (None, Some(stop)) if first_exit.is_none_or(|e| e > stop.msg.index) => {
-            Some((Expected::Signal, stop.msg.index))
-        }
-        _ => None,
+    // A kill or release sent while the command ran (no exit reported before it).
+    let stopped_running = stop.filter(|s| first_exit.is_none_or(|e| e > s.msg.index));
+    let expected = match (probe.and_then(|p| p.exit_code), stopped_running) {
+        (Some(code), Some(stop)) => Some((Expected::CodeOrSignal(code), stop.msg.index)),
+        (Some(code), None) => Some((Expected::Code(code), 0)),
+        (None, Some(stop)) => Some((Expected::Signal, stop.msg.index)),
+        (None, None) => None,
     };
 
     for call in &calls {
@@ -523,5 +534,9 @@ mod tests {
         assert!(exit_problem(&Expected::Code(3), &zero).is_some());
         assert_eq!(exit_problem(&Expected::Signal, &killed), None);
         assert!(exit_problem(&Expected::Signal, &zero).is_some());
+        let code143 = serde_json::json!({"exitCode": 143, "signal": null});
+        assert_eq!(exit_problem(&Expected::CodeOrSignal(143), &code143), None);
+        assert_eq!(exit_problem(&Expected::CodeOrSignal(143), &killed), None);
+        assert!(exit_problem(&Expected::CodeOrSignal(143), &zero).is_some());
     }
 }

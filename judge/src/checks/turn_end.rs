@@ -8,8 +8,8 @@
 //!
 //! | stopReason | state the client must show |
 //! |---|---|
-//! | `end_turn` | `completed`; `completed` or `failed` when a permission request of the turn was answered with a reject option or `cancelled` (a denied tool may well make the client call the turn failed: acpx `exec` exits 5, PERMISSION_DENIED) |
-//! | `cancelled` | `cancelled`; also `failed` when the user did not press Stop and a permission request of the turn was answered with a reject option or `cancelled` (codex-acp 0.13 ends the turn `cancelled` after an abort) |
+//! | `end_turn` | `completed`; `completed` or `failed` when the client denied a tool in the turn (below) (a denied tool may well make the client call the turn failed: acpx `exec` exits 5, PERMISSION_DENIED) |
+//! | `cancelled` | `cancelled`; also `failed` when the user did not press Stop and the client denied a tool in the turn (codex-acp 0.13 ends the turn `cancelled` after an abort) |
 //! | `refusal` | `refused` |
 //! | `max_tokens`, `max_turn_requests` | `completed` or `failed`: the turn ended normally as far as the protocol goes, but a client may well present a cut-off answer as a failure; both say "ended", the others do not |
 //!
@@ -19,6 +19,11 @@
 //! leaves the user waiting for a turn that is over.
 //!
 //! Reading:
+//! * The client denied a tool in the turn when it answered a permission request of the turn with
+//!   a reject option or `cancelled`, or answered an `fs/*` or `terminal/*` request of the turn
+//!   with an error. The latter is how a client refuses a tool by its own policy (acpx
+//!   `--deny-all` answers a file read `Permission denied for fs/read_text_file`, then exits 5);
+//!   ACP gives no way to tell such a refusal from a failure (a missing file), so either counts.
 //! * A turn's end is the last `turn` event for the session with a state other than `running`
 //!   after the `session/prompt` and before the session's next prompt (the control `prompt`
 //!   command or the next `session/prompt` on the wire). One shown before the agent's answer counts
@@ -99,7 +104,8 @@ impl Check for TurnEnd {
                 .any(|c| c.session_id == Some(sid));
             if matches!(stop_reason, "end_turn" | "cancelled")
                 && !user_stopped
-                && denied_in_turn(model, sid, prompt.index, response)
+                && (denied_in_turn(model, sid, prompt.index, response)
+                    || refused_in_turn(model, sid, prompt.index, response))
             {
                 accepted = AFTER_DENIAL[usize::from(stop_reason == "cancelled")];
             }
@@ -217,6 +223,25 @@ fn denied_in_turn(model: &WireModel<'_>, sid: &str, from: usize, to: usize) -> b
         })
 }
 
+/// True if the client answered an `fs/*` or `terminal/*` request of session `sid` between `from`
+/// and `to` with an error: a tool it did not do, by its policy or because it could not.
+fn refused_in_turn(model: &WireModel<'_>, sid: &str, from: usize, to: usize) -> bool {
+    model
+        .session_msgs_from(sid, from + 1)
+        .take_while(|m| m.index < to)
+        .filter(|m| m.from == Side::Agent)
+        .filter(|m| {
+            m.method()
+                .is_some_and(|method| method.starts_with("fs/") || method.starts_with("terminal/"))
+        })
+        .any(|m| {
+            model
+                .answers_to(m.index)
+                .into_iter()
+                .any(|a| model.msg(a).is_some_and(|r| r.is_error_response()))
+        })
+}
+
 /// Where the next turn of `sid` begins after `after`: the user's next prompt in that session
 /// (control command) or the client's next `session/prompt` for it, whichever comes first.
 fn next_prompt(model: &WireModel<'_>, sid: &str, after: usize) -> usize {
@@ -308,6 +333,32 @@ mod tests {
         c.prompt_result("end_turn");
         turn(&c, "failed");
         assert_eq!(c.grade(&TurnEnd), Finding::pass());
+    }
+
+    /// A client that refuses a file read by its own policy answers it with an error and may
+    /// call the turn failed (acpx `--deny-all` exits 5); a read it served is no denial.
+    #[test]
+    fn end_turn_may_be_shown_failed_after_the_client_refused_a_file_read() {
+        for (answer, grade) in [
+            (
+                json!({"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Internal error","data":{"details":"Permission denied for fs/read_text_file (--deny-all)"}}}),
+                Grade::Pass,
+            ),
+            (
+                json!({"jsonrpc":"2.0","id":7,"result":{"content":"x"}}),
+                Grade::Fail,
+            ),
+        ] {
+            let c = Case::new();
+            c.handshake();
+            c.prompt();
+            c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"sessionId":SID,"path":"/w/a.txt"}}));
+            c.c2a(answer);
+            c.prompt_result("end_turn");
+            turn(&c, "failed");
+            let f = c.grade(&TurnEnd);
+            assert_eq!(f.grade, grade, "{f:?}");
+        }
     }
 
     #[test]
