@@ -505,6 +505,38 @@ mod tests {
         );
     }
 
+    /// A command that outlived the kill of its children and wrote the code it exits with (acpx
+    /// signals the shell's children first; the shell's `wait` returns): that code is true, as a
+    /// signal would be; another code is not.
+    #[test]
+    fn after_a_kill_the_code_the_command_wrote_is_true_too() {
+        for (status, grade) in [
+            (json!({"exitCode":143,"signal":null}), Grade::Pass),
+            (json!({"exitCode":null,"signal":"SIGTERM"}), Grade::Pass),
+            (json!({"exitCode":0,"signal":null}), Grade::Fail),
+        ] {
+            let c = Case::new();
+            c.handshake();
+            request(
+                &c,
+                10,
+                "terminal/create",
+                json!({"sessionId":"s","command":"sleep 30 & wait $!; s=$?; echo $s > .acp-terminal/b.exit; exit $s"}),
+            );
+            answer(&c, 10, json!({"terminalId":"t"}));
+            request(&c, 11, "terminal/kill", on("t"));
+            answer(&c, 11, json!({}));
+            request(&c, 12, "terminal/wait_for_exit", on("t"));
+            answer(&c, 12, status.clone());
+            c.note(
+                serde_json::from_value(json!({"type":"terminal_probe","name":"b","exit_code":143}))
+                    .expect("a terminal_probe note"),
+            );
+            let f = c.grade(&Terminal);
+            assert_eq!(f.grade, grade, "{status}: {f:?}");
+        }
+    }
+
     #[test]
     fn no_terminal_request_is_not_applicable() {
         let c = Case::new();
