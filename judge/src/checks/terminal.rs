@@ -477,21 +477,27 @@ mod tests {
         assert!(f.message.contains("the harness killed it"), "{}", f.message);
     }
 
-    #[test]
-    fn a_kill_must_show_as_a_signal_and_a_released_id_must_be_dead() {
+    /// create `command` → kill → wait_for_exit answered with `status`.
+    fn killed(command: &str, status: &Value) -> Case {
         let c = Case::new();
         c.handshake();
         request(
             &c,
             10,
             "terminal/create",
-            json!({"sessionId":"s","command":"sleep 9"}),
+            json!({"sessionId":"s","command":command}),
         );
         answer(&c, 10, json!({"terminalId":"t"}));
         request(&c, 11, "terminal/kill", on("t"));
         answer(&c, 11, json!({}));
         request(&c, 12, "terminal/wait_for_exit", on("t"));
-        answer(&c, 12, json!({"exitCode":0,"signal":null}));
+        answer(&c, 12, status.clone());
+        c
+    }
+
+    #[test]
+    fn a_kill_must_show_as_a_signal_and_a_released_id_must_be_dead() {
+        let c = killed("sleep 9", &json!({"exitCode":0,"signal":null}));
         request(&c, 13, "terminal/release", on("t"));
         answer(&c, 13, json!({}));
         request(&c, 14, "terminal/output", on("t"));
@@ -515,19 +521,10 @@ mod tests {
             (json!({"exitCode":null,"signal":"SIGTERM"}), Grade::Pass),
             (json!({"exitCode":0,"signal":null}), Grade::Fail),
         ] {
-            let c = Case::new();
-            c.handshake();
-            request(
-                &c,
-                10,
-                "terminal/create",
-                json!({"sessionId":"s","command":"sleep 30 & wait $!; s=$?; echo $s > .acp-terminal/b.exit; exit $s"}),
+            let c = killed(
+                "sleep 30 & wait $!; s=$?; echo $s > .acp-terminal/b.exit; exit $s",
+                &status,
             );
-            answer(&c, 10, json!({"terminalId":"t"}));
-            request(&c, 11, "terminal/kill", on("t"));
-            answer(&c, 11, json!({}));
-            request(&c, 12, "terminal/wait_for_exit", on("t"));
-            answer(&c, 12, status.clone());
             c.note(
                 serde_json::from_value(json!({"type":"terminal_probe","name":"b","exit_code":143}))
                     .expect("a terminal_probe note"),
