@@ -223,6 +223,11 @@ impl Baseline {
         }
     }
 
+    /// [`Baseline::apply_trial`] to every trial of one case.
+    pub fn apply_case(&self, case_id: &str, trials: &mut [Trial]) {
+        trials.iter_mut().for_each(|t| self.apply_trial(case_id, t));
+    }
+
     /// True if an entry names this trial or its check: the baseline may regrade it.
     pub fn covers(&self, case_id: &str, check: &str) -> bool {
         self.entry_for(case_id, check).is_some()

@@ -362,7 +362,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
             // entries covering several trials are known to have failed or not.
             let mut shown = r.trials.clone();
             if let Some(b) = &baseline {
-                shown.iter_mut().for_each(|t| b.apply_trial(case_id, t));
+                b.apply_case(case_id, &mut shown);
             }
             acp_harness::outln!("{}", progress_line(case_id, r.duration, &shown));
             writer.add(index, r);
@@ -532,9 +532,7 @@ fn replay(
     }
     let mut result = runtime()?.block_on(runner::run_case(&case, &client, &cfg));
     if let Some(b) = &baseline {
-        for t in &mut result.trials {
-            b.apply_trial(&result.record.meta.case_id, t);
-        }
+        b.apply_case(&result.record.meta.case_id, &mut result.trials);
     }
     acp_harness::outln!("{}", wire_log(&result.record.transcript));
     acp_harness::outln!("end: {:?}", result.record.end);

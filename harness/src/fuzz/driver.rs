@@ -290,10 +290,7 @@ impl Driver {
             }
         };
         if let Some(baseline) = &self.cfg.baseline {
-            let case_id = &result.record.meta.case_id;
-            for trial in &mut result.verdict.trials {
-                baseline.apply_trial(case_id, trial);
-            }
+            baseline.apply_case(&result.record.meta.case_id, &mut result.verdict.trials);
         }
         result
     }
