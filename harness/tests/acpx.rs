@@ -42,7 +42,8 @@ fn acpx_passes_the_suite_with_its_baseline() {
     let Some(program) = acpx() else { return };
     let spec = client(&program, "acpx.toml");
     let version = real_client::version(&spec, "0.19.");
-    let (results, failing) = real_client::suite_with_baseline(&spec, &profile("baseline.toml"));
+    // Node: two cases per core keep both cores busy (real_client::suite_jobs).
+    let (results, failing) = real_client::suite_with_baseline(&spec, &profile("baseline.toml"), 2);
     assert!(
         failing.is_empty(),
         "{} trial(s) fail against acpx {version} beyond clients/acpx/baseline.toml:\n\n{}",

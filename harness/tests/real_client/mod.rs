@@ -18,7 +18,7 @@ use acp_harness::client_spec::ClientSpec;
 use acp_harness::output::is_failing;
 use acp_harness::runner::{self, CaseResult, RunConfig};
 use acp_harness::suite;
-use acp_judge::checks::{Grade, all_checks};
+use acp_judge::checks::Grade;
 
 pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -165,17 +165,18 @@ pub fn config() -> RunConfig {
     RunConfig::new(suite::scenarios_dir(None).expect("scenarios")).expect("run config")
 }
 
-/// Cases in flight at once for a real client's whole suite: two per core. A real client without
-/// an adapter mostly waits (on step timeouts where it never answers a request, on settle
-/// times): chuk-acp 0.3.2's suite used 9 % of two cores with one case per core (33 s of CPU in
-/// 339 s). More than two per core starves a Node client's startup on a loaded machine: at
-/// eight cases on two busy cores acpx did not start the agent within the 5 s step timeout.
-/// `ACP_REAL_CLIENT_JOBS=<n>` overrides.
-fn suite_jobs() -> usize {
+/// Cases in flight at once for a real client's whole suite: `per_core` per core, chosen by each
+/// client's test from what its suite costs. A client that mostly waits (on step timeouts where
+/// it never answers a request, on settle times) can take many: chuk-acp 0.3.2's suite used 9 %
+/// of two cores with one case per core (33 s of CPU in 339 s), and with six per core 79 s
+/// instead of 255 s at two, still under a core. One whose startup is heavy cannot: acpx's
+/// suite keeps two cores busy at two per core (Node), and at eight cases on two busy cores acpx
+/// did not start the agent within the 5 s step timeout. `ACP_REAL_CLIENT_JOBS=<n>` overrides.
+fn suite_jobs(per_core: usize) -> usize {
     std::env::var("ACP_REAL_CLIENT_JOBS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()) * 2)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()) * per_core)
         .max(1)
 }
 
@@ -210,17 +211,20 @@ pub fn version(spec: &ClientSpec, prefix: &str) -> String {
 
 /// Runs the whole suite with `baseline` applied; returns the results and every trial that still
 /// fails (a failure not in the baseline, or a stale entry).
-pub fn suite_with_baseline(spec: &ClientSpec, baseline: &Path) -> (Vec<CaseResult>, Vec<String>) {
+pub fn suite_with_baseline(
+    spec: &ClientSpec,
+    baseline: &Path,
+    jobs_per_core: usize,
+) -> (Vec<CaseResult>, Vec<String>) {
     let cfg = RunConfig {
-        jobs: suite_jobs(),
+        jobs: suite_jobs(jobs_per_core),
         ..config()
     };
     let cases = suite::load_cases(&cfg.scenarios_dir).expect("scenarios");
     let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
     let baseline = Baseline::load(baseline).expect("baseline");
-    let checks: Vec<&str> = all_checks().iter().map(|c| c.id()).collect();
     baseline
-        .validate(&ids, &checks)
+        .validate_for_suite(&cfg.scenarios_dir)
         .expect("baseline ids exist");
     let mut results = runtime().block_on(runner::run_cases(cases, spec, &cfg, |_| {}));
     assert_eq!(results.len(), ids.len(), "every case ran");
