@@ -589,6 +589,14 @@ message = "exited with {code}"
                 WIRE_ONLY.replace("name = \"escalate\"", "name = \"e\"\nscope = \"home\""),
                 "[policy] scope: unknown scope \"home\"",
             ),
+            (
+                format!("{WIRE_ONLY}[install]\nnpm = \"a@1\"\ncargo = \"a@1\"\nbin = \"a\"\n"),
+                "[install] needs exactly one of `npm`, `pypi` and `cargo`",
+            ),
+            (
+                format!("{WIRE_ONLY}[install]\ncargo = \"acp-cli\"\nbin = \"bin/acp-cli\"\n"),
+                "expected <crate>@<version>",
+            ),
         ];
         for (text, needle) in cases {
             let (_dir, path) = write_profile(&text);

@@ -175,6 +175,10 @@ pub struct Install {
     /// `python3 -m venv`).
     #[serde(default)]
     pub pypi: Option<String>,
+    /// crates.io package and version, e.g. `acp-cli@0.3.1` (installed with
+    /// `cargo install --locked --root`).
+    #[serde(default)]
+    pub cargo: Option<String>,
     /// The program inside the install prefix, e.g. `node_modules/.bin/acpx` or `bin/chuk-acp`.
     pub bin: String,
 }
@@ -185,7 +189,34 @@ impl Install {
         self.npm
             .as_deref()
             .or(self.pypi.as_deref())
+            .or(self.cargo.as_deref())
             .unwrap_or_default()
+    }
+
+    /// A `cargo` spec's crate and version (`acp-cli@0.3.1` → `("acp-cli", "0.3.1")`).
+    pub fn cargo_crate(&self) -> Option<(&str, &str)> {
+        self.cargo.as_deref()?.split_once('@')
+    }
+
+    fn validate(&self) -> Result<()> {
+        let given = [&self.npm, &self.pypi, &self.cargo]
+            .iter()
+            .filter(|spec| spec.is_some())
+            .count();
+        if given != 1 {
+            bail!("[install] needs exactly one of `npm`, `pypi` and `cargo`");
+        }
+        if self.cargo.is_some()
+            && !self
+                .cargo_crate()
+                .is_some_and(|(name, version)| !name.is_empty() && !version.is_empty())
+        {
+            bail!(
+                "[install] cargo = {:?}: expected <crate>@<version>, e.g. \"acp-cli@0.3.1\"",
+                self.cargo.as_deref().unwrap_or_default()
+            );
+        }
+        Ok(())
     }
 }
 
@@ -298,9 +329,9 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
     }
     super::files::validate(&file.files).map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
     if let Some(install) = &file.install {
-        if install.npm.is_some() == install.pypi.is_some() {
-            bail!("{at}: [install] needs exactly one of `npm` and `pypi`");
-        }
+        install
+            .validate()
+            .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
     }
     if let Some(cmd) = &file.version_command {
         if cmd.is_empty() {

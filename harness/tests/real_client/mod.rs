@@ -123,6 +123,14 @@ fn locate(profile: &Path, env: &str) -> Result<Option<PathBuf>, String> {
             requirement,
         ]);
         install_step(pip, &format!("pip install {requirement}"))?;
+    } else if let Some((name, version)) = install.cargo_crate() {
+        // Built from source by the cargo that runs this test: a few minutes, once per cache.
+        let mut cargo = tokio::process::Command::new(env!("CARGO"));
+        cargo
+            .args(["install", "--locked", "--quiet", "--root"])
+            .arg(&prefix)
+            .args([name, "--version", version]);
+        install_step(cargo, &format!("cargo install {name}@{version}"))?;
     }
     if !program.exists() {
         return Err(format!(
