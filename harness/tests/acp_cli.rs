@@ -27,16 +27,10 @@ fn acp_cli_passes_the_suite_with_its_baseline() {
         return;
     };
     let spec = real_client::client(&profile("acp-cli.toml"), &program);
-    let version = real_client::version(&spec, "0.3.1");
+    real_client::version(&spec, "0.3.1");
     // acp-cli is a small Rust program and mostly waits (on step timeouts where it never sends
     // session/cancel): four cases per core (real_client::suite_jobs).
-    let (results, failing) = real_client::suite_with_baseline(&spec, &profile("baseline.toml"), 4);
-    assert!(
-        failing.is_empty(),
-        "{} trial(s) fail against acp-cli {version} beyond clients/acp-cli/baseline.toml:\n\n{}",
-        failing.len(),
-        failing.join("\n\n")
-    );
+    let results = real_client::assert_suite_green(&spec, &profile("baseline.toml"), 4);
     // --approve-reads approved the bash command titled "Read" by itself: the selected option is
     // on the wire, and auto-approval's failure is the baseline's entry.
     let deceptive = results

@@ -217,27 +217,28 @@ pub fn version(spec: &ClientSpec, prefix: &str) -> String {
     version
 }
 
-/// Runs the whole suite with `baseline` applied; returns the results and every trial that still
-/// fails (a failure not in the baseline, or a stale entry).
-pub fn suite_with_baseline(
+/// Runs the whole suite with `baseline` applied, `jobs_per_core` cases in flight per core
+/// ([`suite_jobs`]), and asserts that no trial still fails (a failure not in the baseline, or a
+/// stale entry); returns the results.
+pub fn assert_suite_green(
     spec: &ClientSpec,
-    baseline: &Path,
+    baseline_file: &Path,
     jobs_per_core: usize,
-) -> (Vec<CaseResult>, Vec<String>) {
+) -> Vec<CaseResult> {
     let cfg = RunConfig {
         jobs: suite_jobs(jobs_per_core),
         ..config()
     };
     let cases = suite::load_cases(&cfg.scenarios_dir).expect("scenarios");
     let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
-    let baseline = Baseline::load(baseline).expect("baseline");
+    let baseline = Baseline::load(baseline_file).expect("baseline");
     baseline
         .validate_for_suite(&cfg.scenarios_dir)
         .expect("baseline ids exist");
     let mut results = runtime().block_on(runner::run_cases(cases, spec, &cfg, |_| {}));
     assert_eq!(results.len(), ids.len(), "every case ran");
     baseline.apply(&mut results);
-    let failing = results
+    let failing: Vec<String> = results
         .iter()
         .flat_map(|r| {
             r.trials
@@ -254,5 +255,13 @@ pub fn suite_with_baseline(
                 })
         })
         .collect();
-    (results, failing)
+    assert!(
+        failing.is_empty(),
+        "{} trial(s) fail against {} beyond {}:\n\n{}",
+        failing.len(),
+        spec.name,
+        baseline_file.display(),
+        failing.join("\n\n")
+    );
+    results
 }
