@@ -83,6 +83,10 @@ pub struct AgentConn {
     pub reader: Box<dyn AsyncRead + Send + Unpin>,
     /// The agent's stdout, read by the client.
     pub writer: Box<dyn AsyncWrite + Send + Unpin>,
+    /// The process the client runs as this agent, which a `fault = "crash"` step kills: the
+    /// relay (the socket's peer), or this very process in standalone mode; `None` where there
+    /// is no process to kill (an in-memory pipe).
+    pub pid: Option<i32>,
 }
 
 /// Hands out agent connections (the relay's Unix socket, or stdio in standalone mode).

@@ -27,6 +27,8 @@ pub struct AgentLink {
     writer: Box<dyn AsyncWrite + Send + Unpin>,
     mailbox: Arc<Mailbox>,
     reader: tokio::task::JoinHandle<()>,
+    /// The agent process of this connection ([`AgentConn::pid`]).
+    pid: Option<i32>,
 }
 
 impl AgentLink {
@@ -34,7 +36,12 @@ impl AgentLink {
     /// it) and, if it is a JSON object, filed in the mailbox, until EOF. Lines longer than
     /// `max_frame` are noted, not kept. Needs a tokio runtime.
     pub fn open(conn: AgentConn, max_frame: usize, rec: &Recorder) -> AgentLink {
-        let AgentConn { id, reader, writer } = conn;
+        let AgentConn {
+            id,
+            reader,
+            writer,
+            pid,
+        } = conn;
         let mailbox = Arc::new(Mailbox::new());
         let reader = tokio::spawn(read_loop(
             id,
@@ -48,7 +55,13 @@ impl AgentLink {
             writer,
             mailbox,
             reader,
+            pid,
         }
+    }
+
+    /// The agent process of this connection, if there is one to kill.
+    pub fn pid(&self) -> Option<i32> {
+        self.pid
     }
 
     /// What the client has sent, for waits ([`Mailbox::take`]).

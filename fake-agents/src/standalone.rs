@@ -48,6 +48,8 @@ impl Connector for StdioConnector {
                     id: 1,
                     reader: Box::new(tokio::io::stdin()),
                     writer: Box::new(tokio::io::stdout()),
+                    // The agent is this process: a crash step ends it.
+                    pid: i32::try_from(std::process::id()).ok(),
                 })
             } else {
                 std::future::pending().await

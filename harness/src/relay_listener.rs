@@ -119,11 +119,14 @@ impl Connector for RelayListener {
         };
         self.gone.track(&stream);
         self.next_id += 1;
+        // The relay that connected is the agent process the client runs (a crash step kills it).
+        let pid = stream.peer_cred().ok().and_then(|cred| cred.pid());
         let (reader, writer) = stream.into_split();
         Ok(AgentConn {
             id: self.next_id,
             reader: Box::new(reader),
             writer: Box::new(writer),
+            pid,
         })
     }
 }

@@ -88,6 +88,7 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("ignore-extension-request", &["jsonrpc", "unknown-messages"]),
     ("cancel-as-request", &["cancel-stop", "jsonrpc", "schema"]),
     ("ignore-cancel-request", &["jsonrpc"]),
+    ("agent-death-as-completed", &["turn-end"]),
     // modes, config options and authentication
     ("unoffered-mode", &["session-mode"]),
     ("optimistic-mode-switch", &["session-mode"]),

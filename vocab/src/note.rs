@@ -85,6 +85,15 @@ pub enum Note {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         conn: Option<u32>,
     },
+    /// The scenario killed the agent process of connection `conn` with `signal` (a
+    /// `fault = "crash"` step): the agent died mid-conversation, as a crashed, OOM-killed or
+    /// `killall`ed agent does, so whatever it had not answered stays unanswered.
+    AgentKilled {
+        conn: u32,
+        signal: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<String>,
+    },
     /// A frame longer than the harness reads (`max`) was dropped; `wire` is set by the fuzz
     /// driver (false: the control plane).
     FrameTooLong {
@@ -226,6 +235,7 @@ impl Note {
             Note::Branch { .. } => "branch",
             Note::NotApplicable { .. } => "not_applicable",
             Note::Fault { .. } => "fault",
+            Note::AgentKilled { .. } => "agent_killed",
             Note::FrameTooLong { .. } => "frame_too_long",
             Note::UnterminatedFrame { .. } => "unterminated_frame",
             Note::ReadError { .. } => "read_error",
@@ -258,6 +268,7 @@ mod tests {
             json!({"type":"step_timeout","step":3,"label":"3.1","reason":"no answer within 5 ms"}),
             json!({"type":"step_timeout","waiting_for":"a response"}),
             json!({"type":"connection_closed","step":"6"}),
+            json!({"type":"agent_killed","conn":1,"signal":"SIGTERM","step":"9"}),
             json!({"type":"branch","step":"4","request":"perm","answer":"selected once","frame":12,"case":1}),
             json!({"type":"branch","step":"4","request":"perm","answer":"none","frame":12,"case":null}),
             json!({"type":"branch","step":"4","answer":"no reply within 5 ms","case":"on_timeout"}),

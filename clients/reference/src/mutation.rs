@@ -52,6 +52,7 @@
 //! | `ignore-extension-request` | `client/agent.rs`, `on_agent` (a `_` request) |
 //! | `cancel-as-request` | `client.rs`, `cancel` (how `session/cancel` is sent) |
 //! | `ignore-cancel-request` | `client/agent.rs`, `on_agent` (the agent's `$/cancel_request`) |
+//! | `agent-death-as-completed` | `client/agent.rs`, `on_agent_closed` (the state of a turn the agent died in) |
 //! | `unoffered-mode` | `client/modes.rs`, `set_mode` (which modes may be sent) |
 //! | `optimistic-mode-switch` | `client/modes.rs`, `set_mode` (when the selector moves) |
 //! | `mode-only-from-update` | `client/modes.rs`, `on_set_mode_answer` (a success answer) |
@@ -182,6 +183,11 @@ pub enum Mutant {
     /// stays and the request is never answered (mrmans0n/alas#1380 review: a cancellation that
     /// arrives while the policy lookup runs is lost and the request stays parked).
     IgnoreCancelRequest,
+    /// A turn whose agent process died before answering the prompt is shown completed, as if
+    /// the agent had ended it: the lost connection is taken for the end (acp-cli 0.3.1 `exec`
+    /// prints `done` first whenever its bridge goes away, and exits 0 on the race that an agent
+    /// dying before `initialize` answers mostly loses).
+    AgentDeathAsCompleted,
     // ---- modes, config options and authentication ----
     /// `session/set_mode` for a mode the agent never offered (no check against
     /// `availableModes`; langchain-ai/deepagents#6138 shows what the agent then does).
@@ -201,7 +207,7 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 46] = [
+    pub const ALL: [Mutant; 47] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -243,6 +249,7 @@ impl Mutant {
         Mutant::IgnoreExtensionRequest,
         Mutant::CancelAsRequest,
         Mutant::IgnoreCancelRequest,
+        Mutant::AgentDeathAsCompleted,
         // modes, config options and authentication
         Mutant::UnofferedMode,
         Mutant::OptimisticModeSwitch,
@@ -295,6 +302,7 @@ impl Mutant {
             Mutant::IgnoreExtensionRequest => "ignore-extension-request",
             Mutant::CancelAsRequest => "cancel-as-request",
             Mutant::IgnoreCancelRequest => "ignore-cancel-request",
+            Mutant::AgentDeathAsCompleted => "agent-death-as-completed",
             // modes, config options and authentication
             Mutant::UnofferedMode => "unoffered-mode",
             Mutant::OptimisticModeSwitch => "optimistic-mode-switch",
@@ -496,6 +504,12 @@ impl Mutant {
                  permission request is lost, so the card stays and the request is never \
                  answered (R52: a result or -32800)"
             }
+            Mutant::AgentDeathAsCompleted => {
+                "acp-cli 0.3.1 (motosan-dev/acp-cli, src/cli/prompt.rs run_exec): the agent's \
+                 lost connection is taken for the end of the turn (`exec` prints done when its \
+                 bridge goes away, and exits 0 when an agent that died before answering \
+                 initialize leaves no error behind): a turn whose agent died is shown completed"
+            }
             // modes, config options and authentication
             Mutant::UnofferedMode => {
                 "session/set_mode with a mode id the agent never offered (ACP session-modes: \
@@ -569,6 +583,7 @@ impl Mutant {
             Mutant::IgnoreExtensionRequest => &["jsonrpc", "unknown-messages"],
             Mutant::CancelAsRequest => &["cancel-stop", "jsonrpc", "schema"],
             Mutant::IgnoreCancelRequest => &["jsonrpc"],
+            Mutant::AgentDeathAsCompleted => &["turn-end"],
             // modes, config options and authentication
             Mutant::UnofferedMode
             | Mutant::OptimisticModeSwitch

@@ -6,11 +6,12 @@ use acp_vocab::note::{BranchCase, Note};
 use serde_json::Value;
 
 use super::conn::to_bytes;
+use super::user::guard;
 use super::{Connector, Engine, Sent, StepResult, Stop};
 use crate::mailbox::{Msg, WaitError};
 use crate::matching::{self, Answer};
 use crate::scenario::{
-    Expect, Expected, Fault, JsonText, OnCase, Reply, Step, StepKind, set_fresh_id,
+    CrashSignal, Expect, Expected, Fault, JsonText, OnCase, Reply, Step, StepKind, set_fresh_id,
 };
 use crate::template;
 
@@ -69,6 +70,7 @@ impl<'a, C: Connector> Engine<'a, C> {
                 Ok(())
             }
             StepKind::Fault(fault) => self.fault(step, fault, timeout).await,
+            StepKind::Crash(signal) => self.crash(step, *signal, timeout).await,
             StepKind::User(u) => self.user(step, u, timeout),
         }
     }
@@ -431,4 +433,58 @@ impl<'a, C: Connector> Engine<'a, C> {
             _ => Err(self.harness(step, "fault without a frame")),
         }
     }
+
+    /// `fault = "crash"`: kills the agent process and waits until its connection is gone, so
+    /// everything the client sent before it died is recorded before the run goes on. What was
+    /// written to the agent's stdout before gets a moment to reach the client first: the relay
+    /// forwards it promptly, but a kill right after a write could catch it mid-copy, and the
+    /// scenario means "the agent said this, then died".
+    pub(super) async fn crash(
+        &mut self,
+        step: &Step,
+        signal: CrashSignal,
+        timeout: Duration,
+    ) -> StepResult {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let link = self.connection(step, deadline, timeout).await?;
+        let (conn, pid, mailbox) = (link.id, link.pid(), link.mailbox().clone());
+        let Some(pid) = pid else {
+            return Err(self.harness(
+                step,
+                "fault = \"crash\": this agent connection has no process to kill",
+            ));
+        };
+        tokio::time::sleep(FORWARD_PAUSE).await;
+        self.rec.note(&Note::AgentKilled {
+            conn,
+            signal: signal.name().to_owned(),
+            step: Some(step.label.clone()),
+        });
+        // SAFETY: kill(2) takes plain integers and touches no memory of ours.
+        if unsafe { libc::kill(pid, signal.number()) } != 0 {
+            let e = std::io::Error::last_os_error();
+            return Err(self.harness(
+                step,
+                format!(
+                    "fault = \"crash\": cannot send {} to the agent process {pid}: {e}",
+                    signal.name()
+                ),
+            ));
+        }
+        match guard(self.progress.clone(), mailbox.take(|_| None::<()>, deadline)).await? {
+            Err(WaitError::Closed) => Ok(()),
+            Err(WaitError::TimedOut) => Err(self.harness(
+                step,
+                format!(
+                    "fault = \"crash\": the agent process {pid} was sent {} but its connection was still open after {} ms",
+                    signal.name(),
+                    timeout.as_millis()
+                ),
+            )),
+            Ok(_) => unreachable!("nothing fits"),
+        }
+    }
 }
+
+/// How long a crash step lets the relay forward what the agent wrote before it dies.
+const FORWARD_PAUSE: Duration = Duration::from_millis(100);

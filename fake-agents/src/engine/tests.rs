@@ -163,6 +163,7 @@ fn start(body: &str, opts: Opts) -> Run {
         id: 1,
         reader: Box::new(agent_read),
         writer: Box::new(agent_write),
+        pid: None,
     };
     let mut connector = OneConn(opts.connect.then_some(conn));
     let (seen, actions) = mpsc::unbounded_channel();
@@ -531,6 +532,7 @@ async fn missing_required_capability_is_not_applicable() {
         id: 1,
         reader: Box::new(agent_in),
         writer: Box::new(agent_out),
+        pid: None,
     }));
     let (seen, _actions) = mpsc::unbounded_channel();
     let mut user = TestUser {
@@ -1002,4 +1004,27 @@ send = '{"jsonrpc":"2.0","method":"unsendable","params":{"v":"${v}"}}'
         .filter_map(|e| Some(e.json()?["method"].as_str()?.to_owned()))
         .collect();
     assert_eq!(sent, ["queued"], "recorded as sent");
+}
+
+/// A crash step needs a process to kill: over an in-memory pipe there is none, and that is the
+/// harness's error (a scenario run where no agent process exists), not the client's.
+#[tokio::test]
+async fn a_crash_without_an_agent_process_is_a_harness_error() {
+    let body = "[[step]]\nhandshake = true\n\n[[step]]\nfault = \"crash\"\n";
+    let mut run = start(body, Opts::default());
+    run.handshake().await;
+    let (out, _client, rec) = run.outcome().await;
+    match &out.end {
+        RunEnd::HarnessError { reason } => assert!(
+            reason.contains("fault = \"crash\": this agent connection has no process to kill"),
+            "{reason}"
+        ),
+        other => panic!("expected a harness error, got {other:?}"),
+    }
+    assert!(
+        !rec.snapshot()
+            .iter()
+            .any(|e| e.json().is_some_and(|j| j["type"] == "agent_killed")),
+        "no kill is noted when none happened"
+    );
 }

@@ -128,6 +128,9 @@ pub enum StepKind {
     },
     Delay(Duration),
     Fault(Fault),
+    /// `fault = "crash"`: the agent process dies here (killed with this signal). Only the last
+    /// step of a scenario: nothing of the agent is left to play the rest.
+    Crash(CrashSignal),
     User(UserStep),
 }
 
@@ -214,6 +217,43 @@ impl Fault {
             Fault::Duplicate { .. } => FaultKind::Duplicate,
             Fault::Raw { .. } => FaultKind::Raw,
             Fault::Invalid { .. } => FaultKind::Invalid,
+        }
+    }
+}
+
+/// How a `fault = "crash"` step kills the agent process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashSignal {
+    /// `SIGTERM`: `killall`, a service manager, a parent that gives up; exit status 143 from a
+    /// shell.
+    Term,
+    /// `SIGKILL`: the OOM killer, `kill -9`; nothing of the agent runs after it.
+    Kill,
+}
+
+impl CrashSignal {
+    /// The spellings a scenario may use, in the order its error lists them.
+    pub const NAMES: [&'static str; 2] = ["SIGTERM", "SIGKILL"];
+
+    pub fn parse(name: &str) -> Option<CrashSignal> {
+        match name {
+            "SIGTERM" => Some(CrashSignal::Term),
+            "SIGKILL" => Some(CrashSignal::Kill),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashSignal::Term => "SIGTERM",
+            CrashSignal::Kill => "SIGKILL",
+        }
+    }
+
+    pub fn number(self) -> libc::c_int {
+        match self {
+            CrashSignal::Term => libc::SIGTERM,
+            CrashSignal::Kill => libc::SIGKILL,
         }
     }
 }

@@ -84,6 +84,8 @@ pub struct RawStep {
     pub frame: Option<Box<S>>,
     pub at: Option<Spanned<u64>>,
     pub line: Option<Box<S>>,
+    /// `fault = "crash"`: the signal that kills the agent.
+    pub signal: Option<Box<S>>,
     pub session: Option<Box<S>>,
     pub cwd: Option<Box<S>>,
     pub text: Option<Box<S>>,
@@ -146,6 +148,7 @@ impl RawStep {
             ("frame", at(self.frame.as_deref())),
             ("at", at(self.at.as_ref())),
             ("line", at(self.line.as_deref())),
+            ("signal", at(self.signal.as_deref())),
             ("session", at(self.session.as_deref())),
             ("cwd", at(self.cwd.as_deref())),
             ("text", at(self.text.as_deref())),

@@ -509,6 +509,47 @@ fn faults_are_checked() {
     );
 }
 
+/// `fault = "crash"`: SIGTERM by default, the last step only, no frame, a known signal.
+#[test]
+fn crash_steps_are_checked() {
+    let s = ok("[[step]]\ndelay_ms = 1\n\n[[step]]\nfault = \"crash\"\n");
+    assert_eq!(s.steps[1].kind, StepKind::Crash(CrashSignal::Term));
+    let s = ok("[[step]]\nfault = \"crash\"\nsignal = \"SIGKILL\"\n");
+    assert_eq!(s.steps[0].kind, StepKind::Crash(CrashSignal::Kill));
+    err_at(
+        "[[step]]\nfault = \"crash\"\n\n[[step]]\ndelay_ms = 1\n",
+        "[[step]]",
+        0,
+        "must be the scenario's last step",
+    );
+    err_at(
+        "[[step]]\nfault = \"crash\"\nsignal = \"SIGHUP\"\n",
+        "\"SIGHUP\"",
+        0,
+        "unknown signal \"SIGHUP\" (signals: SIGTERM, SIGKILL)",
+    );
+    err_at(
+        "[[step]]\nfault = \"crash\"\nframe = '{}'\n",
+        "'{}'",
+        0,
+        "does not belong in fault = \"crash\"",
+    );
+    err_at(
+        "[[step]]\nfault = \"split\"\nframe = '{}'\nsignal = \"SIGKILL\"\n",
+        "\"SIGKILL\"",
+        0,
+        "only in fault = \"crash\"",
+    );
+    err_at(
+        &format!(
+            "{PERM}\n[[step]]\nawait = \"perm\"\n[[step.on]]\nselected = [\"allow_once\"]\n[[step.on.then]]\nfault = \"crash\"\n"
+        ),
+        "[[step.on.then]]",
+        0,
+        "cannot be inside an `on` case",
+    );
+}
+
 #[test]
 fn files_must_be_utf8() {
     let dir = tempfile::tempdir().unwrap();

@@ -16,7 +16,9 @@
 //! "duplicate"}`) may be answered once or twice. An error response with id `null` after the
 //! agent wrote garbage on that connection is the JSON-RPC answer to garbage (-32700), not a
 //! response to an unknown id. A line over the harness's frame limit (note `frame_too_long`, 16 MiB
-//! by default) was discarded unread and fails like any other line that is not a message.
+//! by default) was discarded unread and fails like any other line that is not a message. A
+//! request still pending when the harness killed its agent (note `agent_killed`, a scenario's
+//! `fault = "crash"`) is not required to be answered: there is nobody left to answer.
 
 use std::collections::HashMap;
 
@@ -115,6 +117,8 @@ impl Check for JsonRpc {
             } else if answers.is_empty()
                 && unanswered_counts(case, model, msg.index)
                 && !waits_on_a_live_command(model, msg.conn, msg.index)
+                // Its agent was killed while it waited: no answer can reach a dead agent.
+                && super::agent_killed_after(model, msg.conn, msg.index).is_none()
             {
                 if let Some(withdrawn) = withdrawal(model, msg.conn, id, msg.index) {
                     // R52: a request the agent withdrew is still answered, -32800 or a result.
@@ -384,6 +388,26 @@ mod tests {
             f.message
         );
         assert!(f.message.contains("matches no request"), "{}", f.message);
+    }
+
+    /// A request pending when the harness killed its agent cannot be answered any more; a kill
+    /// of another connection's agent excuses nothing.
+    #[test]
+    fn a_request_pending_when_its_agent_was_killed_need_not_be_answered() {
+        for (conn, grade) in [(1, Grade::Pass), (2, Grade::Fail)] {
+            let c = base();
+            c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+            c.note(Note::AgentKilled {
+                conn,
+                signal: "SIGKILL".into(),
+                step: Some("7".into()),
+            });
+            assert_eq!(
+                c.grade(&JsonRpc).grade,
+                grade,
+                "agent of connection {conn} killed"
+            );
+        }
     }
 
     #[test]

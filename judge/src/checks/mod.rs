@@ -369,6 +369,24 @@ pub fn connection_closed(model: &WireModel<'_>) -> bool {
         .any(|(_, n)| matches!(note_of(n), Some(Note::ConnectionClosed { .. })))
 }
 
+/// The first time after transcript index `after` that the harness killed the agent process of
+/// connection `conn` (engine note `agent_killed`, a scenario's `fault = "crash"`): its index and
+/// the signal. What the agent had not answered by then it never will, and what it asked the
+/// client by then nobody can answer any more.
+pub fn agent_killed_after<'a>(
+    model: &WireModel<'a>,
+    conn: u32,
+    after: usize,
+) -> Option<(usize, &'a str)> {
+    let first = model.notes.partition_point(|(i, _)| *i <= after);
+    model.notes[first..].iter().find_map(|(i, note)| {
+        let killed = note.get("type")?.as_str()? == "agent_killed"
+            && note.get("conn")?.as_u64()? == u64::from(conn);
+        let signal = note.get("signal")?.as_str()?;
+        killed.then_some((*i, signal))
+    })
+}
+
 /// How an unfinished run ended, as words to append to "… was never answered": nothing on a
 /// completed run.
 pub fn before_the_end(case: &CaseRecord, model: &WireModel<'_>) -> &'static str {

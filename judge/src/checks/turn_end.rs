@@ -12,6 +12,14 @@
 //! | `cancelled` | `cancelled`; also `failed` when the user did not press Stop and the client denied a tool in the turn (codex-acp 0.13 ends the turn `cancelled` after an abort) |
 //! | `refusal` | `refused` |
 //! | `max_tokens`, `max_turn_requests` | `completed` or `failed`: the turn ended normally as far as the protocol goes, but a client may well present a cut-off answer as a failure; both say "ended", the others do not |
+//! | none: the agent process died first | `failed`; also `cancelled` when the user had pressed Stop in the turn |
+//!
+//! An agent that dies mid-turn (a `fault = "crash"` step: the harness killed the agent process
+//! while its `session/prompt` was unanswered, note `agent_killed`) ended the turn as surely as a
+//! stop reason does: nothing will ever answer that prompt. ACP says nothing of it, so this is the
+//! field's rule, not the spec's: a client that keeps the turn running shows a spinner that never
+//! stops (xenodium/acp.el#10: agent-shell stuck "pending" after claude-agent-acp exited with
+//! 143), and one that shows it completed reports work as done that never was.
 //!
 //! Why: a client that stops processing after one update it does not understand
 //! (xenodium/agent-shell#455), or simply never shows the end of a turn (the stuck spinner of
@@ -55,7 +63,7 @@ impl Check for TurnEnd {
     }
 
     fn requirement(&self) -> &'static str {
-        "Every turn the agent ends with a stopReason is shown ended, within the settle time, in the state that stop reason means."
+        "Every turn the agent ends with a stopReason is shown ended, within the settle time, in the state that stop reason means; a turn whose agent died before answering is shown failed."
     }
 
     fn needs_control_plane(&self) -> bool {
@@ -90,18 +98,26 @@ impl Check for TurnEnd {
             let Some(sid) = prompt.params_session_id() else {
                 continue;
             };
-            let Some((response, stop_reason)) = stop_of(model, prompt) else {
+            let Some((response, end)) = end_of(model, prompt) else {
                 continue;
             };
-            let Some(mut accepted) = states_for(stop_reason) else {
-                continue;
-            };
-            // A tool the client denied may make it call the turn failed, unless the user's own
-            // Stop ended it (then `cancelled` it is: cancel-stop's rule too).
+            // The user's own Stop in the turn, before the agent ended it.
             let user_stopped = cancels[cancels.partition_point(|c| c.index <= prompt.index)..]
                 .iter()
                 .take_while(|c| c.index < response)
                 .any(|c| c.session_id == Some(sid));
+            let stop_reason = match end {
+                AgentEnd::Stop(reason) => reason,
+                AgentEnd::Killed(_) => "",
+            };
+            let Some(mut accepted) = (match end {
+                AgentEnd::Stop(reason) => states_for(reason),
+                AgentEnd::Killed(_) => Some(AFTER_DEATH[usize::from(user_stopped)]),
+            }) else {
+                continue;
+            };
+            // A tool the client denied may make it call the turn failed, unless the user's own
+            // Stop ended it (then `cancelled` it is: cancel-stop's rule too).
             if matches!(stop_reason, "end_turn" | "cancelled")
                 && !user_stopped
                 && (denied_in_turn(model, sid, prompt.index, response)
@@ -133,7 +149,7 @@ impl Check for TurnEnd {
                 Some(&(at, state)) if !accepted.contains(&state) => problems.fail(
                     rule,
                     format!(
-                        "the agent ended the turn of session \"{sid}\" with stopReason \"{stop_reason}\" (#{response}), but the client shows the turn as \"{state}\" (#{at}). Expected {expected}."
+                        "the agent ended the turn of session \"{sid}\" {end} (#{response}), but the client shows the turn as \"{state}\" (#{at}). Expected {expected}."
                     ),
                     &[response, at],
                 ),
@@ -146,7 +162,7 @@ impl Check for TurnEnd {
                     problems.fail(
                         rule,
                         format!(
-                            "the agent ended the turn of session \"{sid}\" with stopReason \"{stop_reason}\" (#{response}), but the client reported the end (#{at}) only after the settle time ran out and the harness had sent shutdown (#{shutdown}). Expected the turn shown ended at once."
+                            "the agent ended the turn of session \"{sid}\" {end} (#{response}), but the client reported the end (#{at}) only after the settle time ran out and the harness had sent shutdown (#{shutdown}). Expected the turn shown ended at once."
                         ),
                         &[response, shutdown, at],
                     )
@@ -158,7 +174,7 @@ impl Check for TurnEnd {
                     problems.fail(
                         rule,
                         format!(
-                            "the agent ended the turn of session \"{sid}\" with stopReason \"{stop_reason}\" (#{response}), but the client never reported that the turn ended{}. Expected a turn event with state {expected}.",
+                            "the agent ended the turn of session \"{sid}\" {end} (#{response}), but the client never reported that the turn ended{}. Expected a turn event with state {expected}.",
                             match settle_note {
                                 Some(n) => format!(" (the harness waited for it until #{n})"),
                                 None => String::new(),
@@ -172,18 +188,49 @@ impl Check for TurnEnd {
             }
         }
         if judged == 0 {
-            return Finding::not_applicable("the agent ended no turn with a stopReason");
+            return Finding::not_applicable(
+                "the agent ended no turn with a stopReason, and died during none",
+            );
         }
         problems.finish("")
     }
 }
 
-/// The agent's first answer to a prompt that carries a string `stopReason`.
-fn stop_of<'a>(model: &WireModel<'a>, prompt: &WireMsg<'a>) -> Option<(usize, &'a str)> {
-    model.answers_to(prompt.index).into_iter().find_map(|a| {
+/// How the agent ended a turn.
+#[derive(Clone, Copy)]
+enum AgentEnd<'a> {
+    /// It answered the prompt with this `stopReason`.
+    Stop(&'a str),
+    /// Its process was killed (with this signal) before it answered the prompt.
+    Killed(&'a str),
+}
+
+impl std::fmt::Display for AgentEnd<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AgentEnd::Stop(reason) => write!(f, "with stopReason \"{reason}\""),
+            AgentEnd::Killed(signal) => write!(
+                f,
+                "by dying before it answered the prompt (the harness killed the agent process with {signal})"
+            ),
+        }
+    }
+}
+
+/// Where and how the agent ended the turn `prompt` began: its first answer that carries a
+/// string `stopReason`, or else the killing of its process after the prompt (on the prompt's
+/// connection), if the prompt was never answered.
+fn end_of<'a>(model: &WireModel<'a>, prompt: &WireMsg<'a>) -> Option<(usize, AgentEnd<'a>)> {
+    let answers = model.answers_to(prompt.index);
+    let stop = answers.iter().find_map(|&a| {
         let stop = model.msg(a)?.result()?.get("stopReason")?.as_str()?;
-        Some((a, stop))
-    })
+        Some((a, AgentEnd::Stop(stop)))
+    });
+    if stop.is_some() || !answers.is_empty() {
+        return stop;
+    }
+    super::agent_killed_after(model, prompt.conn, prompt.index)
+        .map(|(at, signal)| (at, AgentEnd::Killed(signal)))
 }
 
 /// The turn states that show a turn ended with this stop reason (`None`: not ACP v1's).
@@ -201,6 +248,11 @@ fn states_for(stop_reason: &str) -> Option<&'static [&'static str]> {
 /// that turn: `failed` is an honest summary too (acpx `exec` exits 5, PERMISSION_DENIED, when its
 /// policy rejected a request; codex-acp 0.13 ends a turn `cancelled` after an abort).
 const AFTER_DENIAL: [&[&str]; 2] = [&["completed", "failed"], &["cancelled", "failed"]];
+
+/// A turn whose agent died before it answered: `failed`, or `cancelled` too when the user had
+/// pressed Stop in it (the turn was being cancelled; that the agent died meanwhile is no reason
+/// to call the user's Stop a failure).
+const AFTER_DEATH: [&[&str]; 2] = [&["failed"], &["failed", "cancelled"]];
 
 /// True if a permission request of session `sid` between `from` and `to` was answered with a
 /// `reject_*` option or `cancelled`.
@@ -310,6 +362,79 @@ mod tests {
         let f = c.grade(&TurnEnd);
         assert_grade(&f, Grade::Fail, "never reported that the turn ended");
         assert!(f.frames.contains(&r) && f.frames.contains(&n), "{f:?}");
+    }
+
+    fn killed(c: &Case, conn: u32) -> usize {
+        c.note(Note::AgentKilled {
+            conn,
+            signal: "SIGTERM".into(),
+            step: Some("9".into()),
+        })
+    }
+
+    /// The agent died with the prompt unanswered: only `failed` shows that (a `cancelled` also
+    /// after the user's Stop); `completed` and no end at all fail, naming the kill.
+    #[test]
+    fn a_turn_whose_agent_died_must_be_shown_failed() {
+        for (state, grade) in [
+            (Some("failed"), Grade::Pass),
+            (Some("completed"), Grade::Fail),
+            (Some("cancelled"), Grade::Fail),
+            (None, Grade::Fail),
+        ] {
+            let c = Case::new();
+            c.handshake();
+            c.prompt();
+            turn(&c, "running");
+            let k = killed(&c, 1);
+            if let Some(state) = state {
+                turn(&c, state);
+            }
+            shutdown(&c);
+            let f = c.grade(&TurnEnd);
+            assert_eq!(f.grade, grade, "{state:?}: {f:?}");
+            if grade == Grade::Fail {
+                assert!(f.frames.contains(&k), "{f:?}");
+                assert!(
+                    f.message.contains("by dying before it answered the prompt")
+                        && f.message.contains("SIGTERM"),
+                    "{f:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_turn_the_user_stopped_before_the_agent_died_may_be_shown_cancelled() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.cmd(json!({"type":"cancel","seq":3,"session":"s1"}));
+        killed(&c, 1);
+        turn(&c, "cancelled");
+        shutdown(&c);
+        assert_eq!(c.grade(&TurnEnd), Finding::pass());
+    }
+
+    /// A kill only ends the turns it left unanswered: an answered prompt is judged by its stop
+    /// reason, and another connection's agent dying ends nothing here.
+    #[test]
+    fn a_kill_after_the_answer_or_on_another_connection_changes_nothing() {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.prompt_result("end_turn");
+        killed(&c, 1);
+        turn(&c, "completed");
+        shutdown(&c);
+        assert_eq!(c.grade(&TurnEnd), Finding::pass());
+
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        killed(&c, 2);
+        shutdown(&c);
+        assert_eq!(c.grade(&TurnEnd).grade, Grade::NotApplicable);
     }
 
     #[test]

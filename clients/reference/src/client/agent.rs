@@ -621,10 +621,17 @@ impl Client {
             .filter(|s| s.running)
             .filter_map(|s| s.id.clone())
             .collect();
+        // MUTANT agent-death-as-completed (acp-cli 0.3.1, src/cli/prompt.rs): the lost
+        // connection is taken for the end of the turn, and the turn shows done.
+        let state = if self.mutant == Some(Mutant::AgentDeathAsCompleted) {
+            TurnState::Completed
+        } else {
+            TurnState::Failed
+        };
         for session_id in running {
             self.end_turn(
                 &session_id,
-                TurnState::Failed,
+                state,
                 None,
                 Some("the agent exited during the turn".into()),
             );

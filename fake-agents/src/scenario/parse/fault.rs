@@ -1,8 +1,8 @@
 //! `fault` steps: which keys each fault kind needs and refuses.
 
 use super::{Ctx, R};
-use crate::scenario::Fault;
 use crate::scenario::raw::RawStep;
+use crate::scenario::{CrashSignal, Fault};
 
 impl Ctx<'_> {
     pub(super) fn fault(&mut self, r: &RawStep) -> R<Fault> {
@@ -30,10 +30,18 @@ impl Ctx<'_> {
             other => {
                 return Err(self.err(
                     f.span().start,
-                    format!("unknown fault {other:?} (faults: split, duplicate, raw, invalid)"),
+                    format!(
+                        "unknown fault {other:?} (faults: split, duplicate, raw, invalid, crash)"
+                    ),
                 ));
             }
         };
+        if let Some(signal) = &r.signal {
+            return Err(self.err(
+                signal.span().start,
+                format!("`signal` does not belong in fault = {kind:?} (only in fault = \"crash\")"),
+            ));
+        }
         for (key, at) in refuses {
             if let Some(at) = at {
                 return Err(self.err(*at, format!("`{key}` does not belong in fault = {kind:?}")));
@@ -70,6 +78,36 @@ impl Ctx<'_> {
             }
             "duplicate" => Fault::Duplicate { frame },
             _ => Fault::Invalid { frame },
+        })
+    }
+
+    /// `fault = "crash"`: the agent process dies, killed with `signal` (default `SIGTERM`). It
+    /// takes no frame: nothing is written, the connection just ends.
+    pub(super) fn crash(&mut self, r: &RawStep) -> R<CrashSignal> {
+        for (key, at) in [
+            ("frame", r.frame.as_ref().map(|s| s.span().start)),
+            ("line", r.line.as_ref().map(|s| s.span().start)),
+            ("at", r.at.as_ref().map(|s| s.span().start)),
+        ] {
+            if let Some(at) = at {
+                return Err(self.err(
+                    at,
+                    format!("`{key}` does not belong in fault = \"crash\" (the agent dies; it writes nothing)"),
+                ));
+            }
+        }
+        let Some(signal) = &r.signal else {
+            return Ok(CrashSignal::Term);
+        };
+        CrashSignal::parse(signal.get_ref()).ok_or_else(|| {
+            self.err(
+                signal.span().start,
+                format!(
+                    "unknown signal {:?} (signals: {})",
+                    signal.get_ref(),
+                    CrashSignal::NAMES.join(", ")
+                ),
+            )
         })
     }
 }

@@ -33,6 +33,7 @@ impl Ctx<'_> {
             for (i, raw) in raws.iter().enumerate() {
                 out.push(self.step(raw, label(i), top.unwrap_or(i + 1), None)?);
             }
+            self.crash_is_last(raws, &out, prefix.is_some())?;
             return Ok(out);
         };
         // A long scenario: the later steps' frames are compiled on another thread meanwhile
@@ -54,7 +55,27 @@ impl Ctx<'_> {
             let ahead = compiled.next().flatten();
             out.push(self.step(raw, label(i), top.unwrap_or(i + 1), ahead)?);
         }
+        self.crash_is_last(raws, &out, prefix.is_some())?;
         Ok(out)
+    }
+
+    /// A `fault = "crash"` step ends the agent, so it must be the scenario's last step: no step
+    /// after it could be played, and inside an `on` case or `on_timeout` the steps after the
+    /// branching step would be.
+    fn crash_is_last(&self, raws: &[Spanned<BoxedStep>], steps: &[Step], nested: bool) -> R<()> {
+        for (i, step) in steps.iter().enumerate() {
+            if matches!(step.kind, StepKind::Crash(_)) && (nested || i + 1 < steps.len()) {
+                return Err(self.err(
+                    raws[i].span().start,
+                    if nested {
+                        "fault = \"crash\" cannot be inside an `on` case or `on_timeout`: it must be the scenario's last step"
+                    } else {
+                        "fault = \"crash\" must be the scenario's last step (the agent is dead after it; nothing more can be played)"
+                    },
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// One step; `compiled` is its `send` frame if it was compiled ahead ([`frames_ahead`]).
@@ -228,6 +249,9 @@ impl Ctx<'_> {
             "delay_ms" => StepKind::Delay(Duration::from_millis(
                 *r.delay_ms.as_ref().expect("present").get_ref(),
             )),
+            "fault" if r.fault.as_deref().is_some_and(|f| f.get_ref() == "crash") => {
+                StepKind::Crash(self.crash(r)?)
+            }
             "fault" => StepKind::Fault(self.fault(r)?),
             "user" => StepKind::User(self.user(r, &label)?),
             other => unreachable!("kind key {other} is listed in KIND_KEYS"),
@@ -464,7 +488,7 @@ pub(super) fn allowed_keys(kind: &str) -> &'static [&'static str] {
         "reply_to" => &["result", "error", "timeout_ms"],
         "send" => &["as", "timeout_ms"],
         "await" => &["on", "bind", "timeout_ms"],
-        "fault" => &["frame", "at", "line", "timeout_ms"],
+        "fault" => &["frame", "at", "line", "signal", "timeout_ms"],
         "user" => &[
             "session",
             "cwd",
