@@ -1,7 +1,8 @@
 //! acp-cli 0.3.1 (crates.io `acp-cli`), a third real ACP client without an adapter, under the
 //! whole suite. Its profile (clients/acp-cli/acp-cli.toml) writes the agent into acp-cli's config
 //! file with `[files]` and observes the turn's end from its exit status; its baseline
-//! (clients/acp-cli/baseline.toml) lists what it gets wrong, each with the place in its sources.
+//! (clients/acp-cli/baseline.toml) lists what it gets wrong, each with the place in its sources;
+//! acp-cli-approve-all.toml and baseline-approve-all.toml do the same for `--approve-all`.
 //!
 //! Where acp-cli comes from: `$ACP_CLI` if set; else `cargo install` of `[install]` into the
 //! cache (real_client/mod.rs; a few minutes, once). With `ACP_HARNESS_REQUIRE=acp-cli` (set by
@@ -46,4 +47,58 @@ fn acp_cli_passes_the_suite_with_its_baseline() {
     let (g, message) = grade(deceptive, "auto-approval");
     assert_eq!(*g, Grade::Expected, "{message}");
     assert!(message.contains("effective kind execute"), "{message}");
+}
+
+/// `--approve-all` (clients/acp-cli/acp-cli-approve-all.toml): every failure is in
+/// baseline-approve-all.toml, and every auto-approval failure is the one it names, an
+/// allow_always picked by acp-cli itself: claude-agent-acp 0.25 offers "Always Allow" first, and
+/// acp-cli answers it on the wire although "Allow" (allow_once) was offered too.
+#[test]
+fn acp_cli_approve_all_grants_always_by_itself() {
+    let profile = profile("acp-cli-approve-all.toml");
+    let Some(program) = real_client::program("acp-cli", &profile, "ACP_CLI") else {
+        return;
+    };
+    let spec = real_client::client(&profile, &program);
+    let results =
+        real_client::assert_suite_green(&spec, &self::profile("baseline-approve-all.toml"), 4);
+    let mut expected = 0;
+    for r in &results {
+        let (g, message) = grade(r, "auto-approval");
+        // The null-id case times out (its own entries), every check of it with it.
+        if *g == Grade::Expected && r.record.meta.case_id != "regressions@fuzz/duplicate-labels" {
+            expected += 1;
+            assert!(
+                message.contains("is allow_always: a lasting grant the user never gave"),
+                "{}: {message}",
+                r.record.meta.case_id
+            );
+        }
+    }
+    assert!(expected > 0, "no allow_always approval was found");
+    let edit = results
+        .iter()
+        .find(|r| {
+            r.record.meta.case_id == "claude-agent-acp@0.25/edit-permission"
+                || r.record
+                    .meta
+                    .case_id
+                    .starts_with("claude-agent-acp@0.25/edit-permission[")
+        })
+        .expect("the edit case ran");
+    let offered_once = edit.record.transcript.iter().any(|e| {
+        e.direction == Direction::AgentToClient
+            && e.json()
+                .and_then(|j| j.pointer("/params/options"))
+                .is_some_and(|o| o.to_string().contains("\"allow_once\""))
+    });
+    let answered_always = edit.record.transcript.iter().any(|e| {
+        e.direction == Direction::ClientToAgent
+            && e.json().and_then(|j| j.pointer("/result/outcome/optionId"))
+                == Some(&serde_json::json!("allow_always"))
+    });
+    assert!(
+        offered_once && answered_always,
+        "claude-agent-acp@0.25/edit-permission: allow_once offered {offered_once}, allow_always answered {answered_always}"
+    );
 }
