@@ -32,6 +32,8 @@
 //!   message says so. A reported end other than `cancelled` is `fail`. The runner waits for every turn's
 //!   end before it shuts a completed case down, so a completed case whose cancelled turn was never
 //!   reported as ended fails too; on an unfinished run that absence is only noted.
+//! * A pending request whose agent the harness killed before it was answered (note
+//!   `agent_killed`, a scenario's `fault = "crash"`) is not required to be answered.
 
 use std::collections::HashMap;
 
@@ -257,7 +259,10 @@ fn check_cancel(
                 ),
                 &[at, request.index, a],
             ),
-            None if !matches!(case.end, RunEnd::Crash { .. }) => problems.fail(
+            None if !matches!(case.end, RunEnd::Crash { .. })
+                && super::agent_killed_after(model, request.conn, request.index).is_none() =>
+            {
+                problems.fail(
                 43,
                 format!(
                     "request #{} was pending at the user cancel #{at} and was never answered{}. Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (R43).",
@@ -265,7 +270,8 @@ fn check_cancel(
                     super::before_the_end(case, model)
                 ),
                 &[at, request.index],
-            ),
+            )
+            }
             None => {}
         }
     }
@@ -273,7 +279,10 @@ fn check_cancel(
         // A request that arrives after the Stop, before the agent's cancelled stop, is the
         // client's to answer `cancelled` by itself: the user already said stop (R44).
         match request.answers.first() {
-            None if !matches!(case.end, RunEnd::Crash { .. }) => problems.fail(
+            None if !matches!(case.end, RunEnd::Crash { .. })
+                && super::agent_killed_after(model, request.conn, request.index).is_none() =>
+            {
+                problems.fail(
                 44,
                 format!(
                     "request #{} arrived after the user cancel #{at}, in the cancelled turn, and was never answered{}. Expected the client to answer it {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} by itself, without asking the user (R44).",
@@ -281,7 +290,8 @@ fn check_cancel(
                     super::before_the_end(case, model)
                 ),
                 &[at, request.index],
-            ),
+            )
+            }
             Some(&a) if model.permission_answer(a) == PermissionAnswer::Error => problems.fail(
                 44,
                 format!(
@@ -506,6 +516,22 @@ mod tests {
         let f = c.grade(&CancelStop);
         assert_grade(&f, Grade::Fail, "as a request (id 7)");
         assert_eq!(f.rule, Some(182));
+    }
+
+    /// A request pending at the Stop whose agent the harness then killed cannot be answered.
+    #[test]
+    fn a_pending_request_whose_agent_was_killed_need_not_be_answered() {
+        for (conn, grade) in [(1, Grade::Pass), (2, Grade::Fail)] {
+            let c = Case::new();
+            cancelled_turn(&c);
+            c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+            c.note(Note::AgentKilled {
+                conn,
+                signal: "SIGTERM".into(),
+                step: Some("9".into()),
+            });
+            assert_eq!(c.grade(&CancelStop).grade, grade, "connection {conn}");
+        }
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //! "presents exactly the offered set" rule.
 //!
 //! A request the harness duplicated on purpose (fault `duplicate`) may be answered once or twice.
+//! A request whose agent the harness killed before it was answered (note `agent_killed`, a
+//! scenario's `fault = "crash"`) is not required to be answered: nobody is left to answer.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -128,7 +130,11 @@ fn check_answers(
             &frames,
         );
     }
-    if answers == 0 && case.end == RunEnd::Completed {
+    // A request its agent died on (note `agent_killed`) can no longer be answered.
+    if answers == 0
+        && case.end == RunEnd::Completed
+        && super::agent_killed_after(model, request.conn, request.index).is_none()
+    {
         problems.fail(
             7,
             format!(
@@ -297,14 +303,18 @@ fn check_choose(
                 &[request.index, choose, answer],
             ),
         },
-        None if case.end == RunEnd::Completed => problems.fail(
+        None if case.end == RunEnd::Completed
+            && super::agent_killed_after(model, request.conn, request.index).is_none() =>
+        {
+            problems.fail(
             7,
             format!(
                 "the user chose \"{option_id}\" (#{choose}) on request #{}, but the client never answered it.",
                 request.index
             ),
             &[request.index, choose],
-        ),
+        )
+        }
         None => {}
     }
 }
@@ -466,6 +476,22 @@ mod tests {
             reason: "budget".into(),
         };
         assert_eq!(c.grade(&OfferedOptions).grade, Grade::Pass);
+    }
+
+    /// The harness killed the agent while its request waited (a scenario's `fault = "crash"`):
+    /// nobody can answer it any more, even after the user's choice; a kill of another
+    /// connection's agent excuses nothing.
+    #[test]
+    fn a_request_whose_agent_was_killed_need_not_be_answered() {
+        for (conn, grade) in [(1, Grade::Pass), (2, Grade::Fail)] {
+            let c = case(buttons3(), "once", None);
+            c.note(acp_vocab::note::Note::AgentKilled {
+                conn,
+                signal: "SIGKILL".into(),
+                step: Some("9".into()),
+            });
+            assert_eq!(c.grade(&OfferedOptions).grade, grade, "connection {conn}");
+        }
     }
 
     #[test]
