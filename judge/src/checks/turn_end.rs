@@ -106,15 +106,13 @@ impl Check for TurnEnd {
                 .iter()
                 .take_while(|c| c.index < response)
                 .any(|c| c.session_id == Some(sid));
-            let stop_reason = match end {
-                AgentEnd::Stop(reason) => reason,
-                AgentEnd::Killed(_) => "",
-            };
-            let Some(mut accepted) = (match end {
-                AgentEnd::Stop(reason) => states_for(reason),
-                AgentEnd::Killed(_) => Some(AFTER_DEATH[usize::from(user_stopped)]),
-            }) else {
-                continue;
+            // A dead agent gave no stop reason ("").
+            let (stop_reason, mut accepted) = match end {
+                AgentEnd::Stop(reason) => match states_for(reason) {
+                    Some(states) => (reason, states),
+                    None => continue,
+                },
+                AgentEnd::Killed(_) => ("", AFTER_DEATH[usize::from(user_stopped)]),
             };
             // A tool the client denied may make it call the turn failed, unless the user's own
             // Stop ended it (then `cancelled` it is: cancel-stop's rule too).
