@@ -6,6 +6,7 @@
 //! describe a client without an adapter: how its prompt, permission policy and cancel work, and
 //! which observer reads what it exposes.
 
+mod extends;
 mod files;
 pub mod observer;
 mod profile;
@@ -622,6 +623,39 @@ message = "exited with {code}"
         let spec = ClientSpec::from_profile(&path).unwrap();
         unsafe { std::env::remove_var(var) };
         assert_eq!(spec.argv[0], "/opt/cli");
+    }
+
+    #[test]
+    fn a_profile_that_extends_another_is_the_base_with_its_own_keys() {
+        let (dir, base) = write_profile(WIRE_ONLY);
+        let derived = dir.path().join("deny.toml");
+        let text = "extends = \"client.toml\"\nname = \"cli-deny\"\n\
+                    [policy]\nname = \"deny\"\nflags = [\"--deny-all\"]\n";
+        std::fs::write(&derived, text).unwrap();
+        let base = ClientSpec::from_profile(&base).unwrap();
+        let spec = ClientSpec::from_profile(&derived).unwrap();
+        assert_eq!(spec.name, "cli-deny");
+        assert_eq!(spec.wire.policy.as_ref().unwrap().flags, ["--deny-all"]);
+        // The program, relative to the folder both share, and everything else is the base's.
+        assert_eq!(spec.argv, base.argv);
+        assert_eq!(spec.env, base.env);
+        assert_eq!(spec.wire.cancel, base.wire.cancel);
+        assert_eq!(spec.wire.version_command, base.wire.version_command);
+        assert!(spec.wire.observer.is_some());
+
+        // A merged profile is validated as a whole, and its errors name both files.
+        let broken = "extends = \"client.toml\"\n[policy]\nname = \"p\"\napproves = [\"raed\"]\n";
+        std::fs::write(&derived, broken).unwrap();
+        let err = format!("{:#}", ClientSpec::from_profile(&derived).unwrap_err());
+        assert!(err.contains("deny.toml"), "{err}");
+        assert!(err.contains("unknown tool kind \"raed\""), "{err}");
+        assert!(err.contains("what it extends: client.toml"), "{err}");
+        std::fs::write(&derived, "extends = \"client.toml\"\ncolour = 1\n").unwrap();
+        let err = format!("{:#}", ClientSpec::from_profile(&derived).unwrap_err());
+        assert!(
+            err.contains("colour") && err.contains("client.toml"),
+            "{err}"
+        );
     }
 
     #[test]

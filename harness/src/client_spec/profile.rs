@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::str::FromStr;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
@@ -418,16 +418,42 @@ pub(super) fn relative_to(program: &str, profile: &Path) -> String {
     }
 }
 
-/// Reads and validates a profile file.
+/// Reads and validates a profile file, with the profiles it `extends` (super::extends).
 pub(super) fn read(path: &Path) -> Result<ProfileFile> {
-    let text = std::fs::read_to_string(path).with_context(|| {
-        format!(
-            "cannot read client profile {} (a client is a JSON argv array or a profile path)",
-            path.display()
-        )
+    let merged = super::extends::read(path)?;
+    let file: ProfileFile = match merged.table {
+        // Parsed from the text, so a wrong key or type keeps its line and column.
+        None => toml::from_str(&merged.text)
+            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?,
+        Some(table) => ProfileFile::deserialize(table).map_err(|e| {
+            anyhow::anyhow!(
+                "{} (with {}): {}",
+                path.display(),
+                extended(&merged.bases),
+                e.to_string().trim_end()
+            )
+        })?,
+    };
+    validate(&file, path).map_err(|e| {
+        if merged.bases.is_empty() {
+            e
+        } else {
+            anyhow::anyhow!("{e:#} (read with {})", extended(&merged.bases))
+        }
     })?;
-    let file: ProfileFile = toml::from_str(&text)
-        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?;
-    validate(&file, path)?;
     Ok(file)
+}
+
+/// "what it extends: b.toml, a.toml", for a message about a merged profile.
+fn extended(bases: &[std::path::PathBuf]) -> String {
+    let names: Vec<String> = bases
+        .iter()
+        .map(|b| {
+            b.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    format!("what it extends: {}", names.join(", "))
 }
