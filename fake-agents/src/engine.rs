@@ -107,6 +107,10 @@ pub enum UserAction {
     Prompt {
         session: String,
         text: String,
+        /// The scenario killed the agent before this prompt (`fault = "crash"`): the session
+        /// may never open, and a client that never says so is for the checks to judge
+        /// (`session-open`), so the user gives up on it rather than ending the run.
+        agent_killed: bool,
     },
     /// option already resolved from kind/id/each; `offered` = the options array of the request
     /// as sent
@@ -263,6 +267,7 @@ async fn play<C: Connector, U: UserDriver>(
         faulting: None,
         outbox: Vec::new(),
         more_sends: false,
+        agent_killed: false,
     };
     let result = {
         let steps = engine.run_all(owned);
@@ -343,6 +348,8 @@ struct Engine<'a, C> {
     outbox: Vec<u8>,
     /// The step being run is a `send` followed by another `send` in the same list.
     more_sends: bool,
+    /// A `fault = "crash"` step has killed the agent.
+    agent_killed: bool,
 }
 
 /// Largest batch of queued `send` frames: past it the batch is written, so a long run of sends

@@ -24,7 +24,9 @@
 //!   failure with another message stays failing, and says which entry it did not match;
 //! * `error` stays `error` (a harness bug is never a client's known bug);
 //! * a passing trial named by a one-trial entry becomes [`Grade::Stale`]; for an entry that
-//!   covers several trials, its passing trials become `stale` only if none of them failed.
+//!   covers several trials, its passing trials become `stale` only if none of them failed. An
+//!   entry with `intermittent = true` (a bug that shows in some runs only, a race in the client)
+//!   is never stale: its passing trials stay `pass`, with a message that says so.
 //!
 //! An entry whose id names no check, scenario or trial makes the whole baseline invalid.
 
@@ -49,6 +51,9 @@ pub struct Entry {
     /// The failure message must start with this, or the failure is a different one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// The bug shows in some runs only (a race in the client): a passing trial is not stale.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub intermittent: bool,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -328,6 +333,7 @@ impl Baseline {
                             reason,
                             issue: None,
                             message: None,
+                            intermittent: false,
                         },
                     );
                 }
@@ -416,7 +422,16 @@ fn expect(id: &str, entry: &Entry, trial: &mut Trial) {
     trial.grade = Grade::Expected;
 }
 
+/// A passing trial an entry names: `stale`, unless the entry's bug is intermittent (then the
+/// pass says that the bug did not show this time).
 fn stale(id: &str, entry: &Entry, trial: &mut Trial) {
+    if entry.intermittent {
+        trial.message = format!(
+            "baseline \"{id}\" expects an intermittent failure ({}); it did not show in this run",
+            entry.reason.trim()
+        );
+        return;
+    }
     trial.grade = Grade::Stale;
     trial.message = format!(
         "baseline \"{id}\" expects a failure ({}) but this trial passed: the bug looks fixed; remove the entry (or re-run with --bless)",
@@ -539,6 +554,35 @@ issue = "https://example.org/1"
         let mut t = trial("fs", Grade::NotApplicable, "no fs");
         b.apply_trial("a@1/x", &mut t);
         assert_eq!(t.grade, Grade::NotApplicable);
+    }
+
+    #[test]
+    fn an_intermittent_entry_expects_failures_but_a_pass_is_not_stale() {
+        let b = baseline(
+            r#"
+[expected."a@1/x::session-open"]
+reason = "a race: mostly exits 0"
+intermittent = true
+[expected."session-open"]
+reason = "check-wide"
+intermittent = true
+"#,
+        );
+        let mut t = trial("session-open", Grade::Fail, "never told the user");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Expected);
+        let mut t = trial("session-open", Grade::Pass, "");
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Pass);
+        assert!(t.message.contains("intermittent failure"), "{}", t.message);
+        // A whole run in which the check-wide entry's bug never showed: still not stale.
+        let mut trials = vec![("a@1/y".to_owned(), trial("session-open", Grade::Pass, ""))];
+        b.apply_to(&mut trials);
+        assert_eq!(trials[0].1.grade, Grade::Pass);
+        // The key survives --bless.
+        let failing = [("a@1/x".to_owned(), trial("session-open", Grade::Fail, "x"))];
+        let blessed = b.blessed_from(failing.iter().map(|(c, t)| (c.as_str(), t)), false);
+        assert!(blessed.entries["a@1/x::session-open"].intermittent);
     }
 
     #[test]

@@ -165,6 +165,27 @@ impl ControlPlane {
             .await
     }
 
+    /// Waits until session `handle` is open (`None`) or the client has answered its
+    /// `new_session` with an error (`Some(message)`).
+    async fn opening_refused(
+        &self,
+        handle: &str,
+        timeout: Duration,
+    ) -> Result<Option<String>, String> {
+        let what = format!("session_opened for session {handle:?}");
+        self.wait_for(timeout, &what, |s| {
+            if Self::session_id(s, handle).is_some() {
+                return Some(None);
+            }
+            s.opens_sent
+                .iter()
+                .filter(|(h, _)| h == handle)
+                .find_map(|(_, seq)| Self::error_for(s, *seq))
+                .map(Some)
+        })
+        .await
+    }
+
     /// Forgets the approvals, answers and errors reported so far (hello, sessions and turn
     /// counts stay): for a long-lived client whose turns reuse request ids (`null`, say), so a
     /// card of an earlier turn is never taken for this one's. The fuzz driver calls it per turn.
@@ -349,8 +370,30 @@ impl ControlPlane {
                 .await?;
                 Ok(())
             }
-            UserAction::Prompt { session, text } => {
-                self.session_opened(&session, timeout).await?;
+            UserAction::Prompt {
+                session,
+                text,
+                agent_killed,
+            } => {
+                // After the agent's death the user waits half a step, inside the step's own
+                // deadline, so that giving up is a note and not a failed step.
+                let wait = if agent_killed { timeout / 2 } else { timeout };
+                let refused = match self.opening_refused(&session, wait).await {
+                    Ok(refused) => refused,
+                    // The agent is dead: whether the client ever says so is `session-open`'s
+                    // to judge, and the user stops waiting to type.
+                    Err(silence) if agent_killed => Some(silence),
+                    Err(e) => return Err(e),
+                };
+                if let Some(reason) = refused {
+                    // As a user would: no prompt goes into a session the client said it could
+                    // not open (`session-open` judges that error).
+                    self.rec.note(&Note::UserPromptSkipped {
+                        session,
+                        reason: format!("the session did not open: {reason}"),
+                    });
+                    return Ok(());
+                }
                 self.send(Command::Prompt {
                     seq: 0,
                     session,
@@ -622,7 +665,7 @@ fn apply_event(st: &mut State, event: Event, index: usize) {
         } => st.sessions.push((session, session_id)),
         Event::Approval(a) => st.approvals.push(a.request_id),
         Event::ApprovalResolved(r) => st.resolved.push(r),
-        Event::Error { seq, message } => st.errors.push((seq, message)),
+        Event::Error { seq, message, .. } => st.errors.push((seq, message)),
         // session lifecycle: a reopened session takes prompts like a new one.
         Event::SessionLoaded(l) => st.sessions.push((l.session, l.session_id)),
         Event::SessionsListed { seq, .. } => st.listed.push(seq),

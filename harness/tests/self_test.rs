@@ -89,6 +89,7 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("cancel-as-request", &["cancel-stop", "jsonrpc", "schema"]),
     ("ignore-cancel-request", &["jsonrpc"]),
     ("agent-death-as-completed", &["turn-end"]),
+    ("silent-failed-start", &["session-open"]),
     // modes, config options and authentication
     ("unoffered-mode", &["session-mode"]),
     ("optimistic-mode-switch", &["session-mode"]),

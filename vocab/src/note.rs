@@ -140,6 +140,9 @@ pub enum Note {
         option_id: String,
         reason: String,
     },
+    /// The user did not type the scenario's prompt into `session`: the client had reported that
+    /// the session could not be opened (an `error` for its `new_session`).
+    UserPromptSkipped { session: String, reason: String },
     /// The profile's `[cancel]` command ran and exited with `status`.
     CancelCommandExited { argv: Vec<String>, status: String },
     /// A terminal command of the scenario as the harness saw it, through the probe files the
@@ -244,6 +247,7 @@ impl Note {
             Note::UserCancelSkipped { .. } => "user_cancel_skipped",
             Note::UserChoose { .. } => "user_choose",
             Note::UserChooseSkipped { .. } => "user_choose_skipped",
+            Note::UserPromptSkipped { .. } => "user_prompt_skipped",
             Note::CancelCommandExited { .. } => "cancel_command_exited",
             Note::TerminalProbe(_) => "terminal_probe",
         }

@@ -224,10 +224,16 @@ fn events() -> Vec<Event> {
     out.push(Event::Error {
         seq: Some(3),
         message: "no such button".into(),
+        observed: None,
     });
     out.push(Event::Error {
         seq: None,
         message: "".into(),
+        observed: Some(Observed {
+            by: "cli".into(),
+            from: "exit status".into(),
+            evidence: "exit code 1".into(),
+        }),
     });
     out
 }

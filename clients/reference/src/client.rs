@@ -194,7 +194,11 @@ impl Client {
     pub fn report_error(&mut self, seq: Option<u64>, message: impl Into<String>) {
         let message = message.into();
         log!("error: {message}");
-        self.events.push(Event::Error { seq, message });
+        self.events.push(Event::Error {
+            seq,
+            message,
+            observed: None,
+        });
     }
 
     fn show_item(&mut self, view: Option<ItemView>) {
@@ -410,6 +414,11 @@ impl Client {
             .into_iter()
             .partition(|s| s.id.is_none());
         self.sessions = open;
+        // MUTANT silent-failed-start (acp-cli 0.3.1, src/cli/prompt.rs): the sessions are
+        // forgotten, and the user never hears that they could not be opened.
+        if self.mutant == Some(Mutant::SilentFailedStart) {
+            return;
+        }
         for session in opening {
             self.report_error(
                 Some(session.seq),

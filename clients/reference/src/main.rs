@@ -144,7 +144,11 @@ fn main() -> ExitCode {
                 declared.as_ref(),
             ));
             log!("{message}");
-            control::emit(&control::Event::Error { seq: None, message });
+            control::emit(&control::Event::Error {
+                seq: None,
+                message,
+                observed: None,
+            });
             return ExitCode::from(1);
         }
     };

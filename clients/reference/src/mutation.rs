@@ -53,6 +53,7 @@
 //! | `cancel-as-request` | `client.rs`, `cancel` (how `session/cancel` is sent) |
 //! | `ignore-cancel-request` | `client/agent.rs`, `on_agent` (the agent's `$/cancel_request`) |
 //! | `agent-death-as-completed` | `client/agent.rs`, `on_agent_closed` (the state of a turn the agent died in) |
+//! | `silent-failed-start` | `client.rs`, `fail_sessions_opening` (what the user hears of a session the dead agent never opened) |
 //! | `unoffered-mode` | `client/modes.rs`, `set_mode` (which modes may be sent) |
 //! | `optimistic-mode-switch` | `client/modes.rs`, `set_mode` (when the selector moves) |
 //! | `mode-only-from-update` | `client/modes.rs`, `on_set_mode_answer` (a success answer) |
@@ -188,6 +189,10 @@ pub enum Mutant {
     /// prints `done` first whenever its bridge goes away, and exits 0 on the race that an agent
     /// dying before `initialize` answers mostly loses).
     AgentDeathAsCompleted,
+    /// A session still opening when its agent process dies is forgotten without a word: the user
+    /// is never told that it could not be opened (acp-cli 0.3.1 `exec` drops its bridge's error
+    /// when the agent dies before answering `initialize`, prints `done` and mostly exits 0).
+    SilentFailedStart,
     // ---- modes, config options and authentication ----
     /// `session/set_mode` for a mode the agent never offered (no check against
     /// `availableModes`; langchain-ai/deepagents#6138 shows what the agent then does).
@@ -207,7 +212,7 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 47] = [
+    pub const ALL: [Mutant; 48] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -250,6 +255,7 @@ impl Mutant {
         Mutant::CancelAsRequest,
         Mutant::IgnoreCancelRequest,
         Mutant::AgentDeathAsCompleted,
+        Mutant::SilentFailedStart,
         // modes, config options and authentication
         Mutant::UnofferedMode,
         Mutant::OptimisticModeSwitch,
@@ -303,6 +309,7 @@ impl Mutant {
             Mutant::CancelAsRequest => "cancel-as-request",
             Mutant::IgnoreCancelRequest => "ignore-cancel-request",
             Mutant::AgentDeathAsCompleted => "agent-death-as-completed",
+            Mutant::SilentFailedStart => "silent-failed-start",
             // modes, config options and authentication
             Mutant::UnofferedMode => "unoffered-mode",
             Mutant::OptimisticModeSwitch => "optimistic-mode-switch",
@@ -510,6 +517,12 @@ impl Mutant {
                  bridge goes away, and exits 0 when an agent that died before answering \
                  initialize leaves no error behind): a turn whose agent died is shown completed"
             }
+            Mutant::SilentFailedStart => {
+                "acp-cli 0.3.1 (motosan-dev/acp-cli, src/cli/prompt.rs run_exec): when the agent \
+                 dies before it answers initialize, the bridge's error is dropped (`let _ = \
+                 bridge.shutdown()`), and the user is told nothing of the session that never \
+                 opened"
+            }
             // modes, config options and authentication
             Mutant::UnofferedMode => {
                 "session/set_mode with a mode id the agent never offered (ACP session-modes: \
@@ -584,6 +597,7 @@ impl Mutant {
             Mutant::CancelAsRequest => &["cancel-stop", "jsonrpc", "schema"],
             Mutant::IgnoreCancelRequest => &["jsonrpc"],
             Mutant::AgentDeathAsCompleted => &["turn-end"],
+            Mutant::SilentFailedStart => &["session-open"],
             // modes, config options and authentication
             Mutant::UnofferedMode
             | Mutant::OptimisticModeSwitch

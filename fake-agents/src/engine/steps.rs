@@ -455,6 +455,7 @@ impl<'a, C: Connector> Engine<'a, C> {
             ));
         };
         tokio::time::sleep(FORWARD_PAUSE).await;
+        self.agent_killed = true;
         self.rec.note(&Note::AgentKilled {
             conn,
             signal: signal.name().to_owned(),

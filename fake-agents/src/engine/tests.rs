@@ -278,7 +278,8 @@ async fn full_permission_flow_and_transcript() {
         run.action().await,
         UserAction::Prompt {
             session: "s1".into(),
-            text: "edit /work/case/ws/notes.md".into()
+            text: "edit /work/case/ws/notes.md".into(),
+            agent_killed: false,
         }
     );
     run.client

@@ -119,6 +119,7 @@ impl<'a, C: Connector> Engine<'a, C> {
             UserStep::Prompt { session, text } => UserAction::Prompt {
                 session: fill(session)?,
                 text: fill(text)?,
+                agent_killed: self.agent_killed,
             },
             UserStep::Cancel { session, pending } => UserAction::Cancel {
                 session: fill(session)?,

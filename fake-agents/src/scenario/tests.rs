@@ -509,7 +509,7 @@ fn faults_are_checked() {
     );
 }
 
-/// `fault = "crash"`: SIGTERM by default, the last step only, no frame, a known signal.
+/// `fault = "crash"`: SIGTERM by default, followed by user prompts only, no frame, a known signal.
 #[test]
 fn crash_steps_are_checked() {
     let s = ok("[[step]]\ndelay_ms = 1\n\n[[step]]\nfault = \"crash\"\n");
@@ -519,8 +519,19 @@ fn crash_steps_are_checked() {
     err_at(
         "[[step]]\nfault = \"crash\"\n\n[[step]]\ndelay_ms = 1\n",
         "[[step]]",
-        0,
-        "must be the scenario's last step",
+        1,
+        "only `user = \"prompt\"` steps can follow fault = \"crash\"",
+    );
+    // The user may still type a prompt after the agent died (into a session it never opened).
+    let s = ok(
+        "[[step]]\nuser = \"new_session\"\n\n[[step]]\nfault = \"crash\"\n\n[[step]]\nuser = \"prompt\"\ntext = \"hi\"\n",
+    );
+    assert_eq!(s.steps[1].kind, StepKind::Crash(CrashSignal::Term));
+    err_at(
+        "[[step]]\nfault = \"crash\"\n\n[[step]]\nuser = \"prompt\"\ntext = \"hi\"\n\n[[step]]\nuser = \"new_session\"\n",
+        "[[step]]",
+        2,
+        "only `user = \"prompt\"` steps can follow",
     );
     err_at(
         "[[step]]\nfault = \"crash\"\nsignal = \"SIGHUP\"\n",

@@ -365,11 +365,11 @@ fn validate_observer(
             if let Some(bad) = observer
                 .reports
                 .iter()
-                .find(|r| !crate::observe::rules::EVENT_TYPES.contains(&r.as_str()))
+                .find(|r| !crate::observe::rules::OBSERVED_TYPES.contains(&r.as_str()))
             {
                 bail!(
                     "{at}: [observer] `reports`: unknown event {bad:?} (one of {})",
-                    crate::observe::rules::EVENT_TYPES.join(", ")
+                    crate::observe::rules::OBSERVED_TYPES.join(", ")
                 );
             }
         }

@@ -365,6 +365,7 @@ mod tests {
                         reason: "r".into(),
                         issue: None,
                         message: None,
+                        intermittent: false,
                     };
                     (id.to_string(), entry)
                 })

@@ -314,6 +314,7 @@ fn user_acts(
                 log.event(Event::Error {
                     seq: Some(1),
                     message: "no such button".into(),
+                    observed: None,
                 });
             }
             answer

@@ -174,10 +174,10 @@ impl Shared {
             .get("type")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        if !rules::EVENT_TYPES.contains(&kind) {
+        if !rules::OBSERVED_TYPES.contains(&kind) {
             return self.fail(format!(
                 "the observer reported {event}, which is not an observed event (one of {})",
-                rules::EVENT_TYPES.join(", ")
+                rules::OBSERVED_TYPES.join(", ")
             ));
         }
         if let Err(e) = validate_control(&event) {

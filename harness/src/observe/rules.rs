@@ -42,7 +42,7 @@ const MAX_EVIDENCE: usize = 300;
 mod compile;
 
 use compile::Rule;
-pub use compile::{Compiled, EVENT_TYPES, compile};
+pub use compile::{Compiled, EVENT_TYPES, OBSERVED_TYPES, compile};
 
 /// An event a rule made, before it is matched to its request.
 #[derive(Debug)]
@@ -188,22 +188,62 @@ impl DataRules {
     }
 
     /// The client exited: the first `exit` rule for its code, about the last prompt's session.
+    /// With no `session/prompt` on the wire, what it showed of its launch ([`Self::launch_failed`]).
     pub fn exited(&mut self, exit: &ExitInfo) -> Vec<Value> {
         let Some(code) = exit.code else {
             return Vec::new(); // killed: the client showed nothing
         };
-        if self.wire.session().is_none() {
-            return Vec::new(); // no turn ever started
-        }
         let rule = self.compiled.rules.iter().find(|r| {
             r.on == Source::Exit && r.codes.as_ref().is_none_or(|c| c.contains(code.into()))
         });
-        let Some(rule) = rule else {
-            return Vec::new();
-        };
         let lookup = |name: &str| self.context(name, Some(code));
-        let draft = self.draft(rule, &lookup, format!("exit code {code}"));
-        self.settle(vec![draft])
+        let draft = rule.map(|rule| self.draft(rule, &lookup, format!("exit code {code}")));
+        if self.wire.session().is_none() {
+            return self.launch_failed(draft);
+        }
+        self.settle(draft.into_iter().collect())
+    }
+
+    /// The client exits and no prompt of it ever reached the agent (the agent died or refused
+    /// before a session was open): a turn its rules showed ended other than `completed` (a
+    /// stdout or stderr rule's, still waiting for a session, then the exit rule's) is what the
+    /// client showed of the session it could not open, reported as an `error`. A `completed`
+    /// one is not: that is a client reporting success for a session that never opened, which
+    /// the `session-open` check finds by the missing error.
+    fn launch_failed(&mut self, exit_draft: Option<Draft>) -> Vec<Value> {
+        let failed = |d: &Draft| {
+            d.event.get("type") == Some(&json!("turn"))
+                && d.event
+                    .get("state")
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !matches!(s, "completed" | "running"))
+        };
+        let draft = match self.waiting.iter().position(failed) {
+            Some(i) => self.waiting.remove(i),
+            None => match exit_draft.filter(failed) {
+                Some(d) => d,
+                None => return Vec::new(),
+            },
+        };
+        let state = draft
+            .event
+            .get("state")
+            .and_then(Value::as_str)
+            .unwrap_or("failed");
+        let said = match draft.event.get("message").and_then(Value::as_str) {
+            Some(m) => format!("{m}; "),
+            None => String::new(),
+        };
+        let observed = Observed {
+            by: self.name.clone(),
+            from: draft.from.describe().to_owned(),
+            evidence: draft.evidence.clone(),
+        };
+        vec![json!({
+            "type": "error",
+            "message": format!("{said}shown as a {state} turn, and no prompt reached the agent"),
+            "observed": observed,
+        })]
     }
 
     /// What the user is about to do.

@@ -48,7 +48,8 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "terminal",
             "unknown-messages",
             "session-mode",
-            "authenticate"
+            "authenticate",
+            "session-open"
         ]
     );
     for check in all_checks() {
@@ -82,6 +83,7 @@ fn completed_run_grades_each_check() {
             ("unknown-messages", Grade::NotApplicable),
             ("session-mode", Grade::NotApplicable),
             ("authenticate", Grade::NotApplicable),
+            ("session-open", Grade::NotApplicable),
         ]
     );
     assert_eq!(

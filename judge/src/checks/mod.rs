@@ -19,6 +19,7 @@ mod session_cwd;
 mod session_isolation;
 mod session_load;
 mod session_mode;
+mod session_open;
 mod stable_item_type;
 mod subject_kind;
 mod terminal;
@@ -38,6 +39,7 @@ pub use session_cwd::SessionCwd;
 pub use session_isolation::SessionIsolation;
 pub use session_load::SessionLoad;
 pub use session_mode::SessionMode;
+pub use session_open::SessionOpen;
 pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
 pub use terminal::Terminal;
@@ -206,6 +208,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         // modes, config options and authentication
         Box::new(SessionMode),
         Box::new(Authenticate),
+        Box::new(SessionOpen),
     ]
 }
 

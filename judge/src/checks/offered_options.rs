@@ -60,6 +60,7 @@ impl Check for OfferedOptions {
             if let Some(Event::Error {
                 seq: Some(seq),
                 message,
+                ..
             }) = c.event()
             {
                 errors.entry(*seq).or_default().push((c.index, message));

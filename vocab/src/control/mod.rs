@@ -64,11 +64,14 @@ pub enum Event {
     /// The value the client shows for one config option of the session.
     ConfigOption(crate::modes::ConfigOptionShown),
     // ---- end of modes and config options ----
-    /// The adapter could not do what command `seq` asked.
+    /// The adapter could not do what command `seq` asked; observed (a client without an
+    /// adapter): the client showed that it could not open the session it was launched for.
     Error {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         seq: Option<u64>,
         message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        observed: Option<Observed>,
     },
 }
 
@@ -98,31 +101,31 @@ impl Event {
             Event::Approval(e) => e.observed.as_ref(),
             Event::ApprovalResolved(e) => e.observed.as_ref(),
             Event::Turn(e) => e.observed.as_ref(),
+            Event::Error { observed, .. } => observed.as_ref(),
             Event::Hello(_)
             | Event::SessionOpened { .. }
             | Event::SessionLoaded(_)
             | Event::SessionsListed { .. }
-            | Event::SessionClosed { .. }
-            | Event::Error { .. } => None,
+            | Event::SessionClosed { .. } => None,
             // An adapter's alone: no observer reports modes.
             Event::Mode(_) | Event::ConfigOption(_) => None,
         }
     }
 
     /// Sets the evidence on an event type an observer may report; `false` for the others
-    /// (`hello`, `session_opened` and `error` are the adapter's alone).
+    /// (`hello` and `session_opened` are the adapter's alone).
     pub fn set_observed(&mut self, observed: Observed) -> bool {
         let slot = match self {
             Event::Item(e) => &mut e.observed,
             Event::Approval(e) => &mut e.observed,
             Event::ApprovalResolved(e) => &mut e.observed,
             Event::Turn(e) => &mut e.observed,
+            Event::Error { observed, .. } => observed,
             Event::Hello(_)
             | Event::SessionOpened { .. }
             | Event::SessionLoaded(_)
             | Event::SessionsListed { .. }
-            | Event::SessionClosed { .. }
-            | Event::Error { .. } => return false,
+            | Event::SessionClosed { .. } => return false,
             Event::Mode(_) | Event::ConfigOption(_) => return false,
         };
         *slot = Some(observed);

@@ -74,6 +74,7 @@ impl Mini {
         self.show(Event::Error {
             seq,
             message: message.to_owned(),
+            observed: None,
         });
     }
 

@@ -8,7 +8,9 @@ use toml::Spanned;
 use super::{Ctx, Offered, R, frames_ahead, list_ids};
 use crate::scenario::json_text;
 use crate::scenario::raw::{BoxedStep, KIND_KEYS, RawOn, RawStep};
-use crate::scenario::{Expect, Expected, OPTION_KINDS, OnCase, Reply, Step, StepKind, When};
+use crate::scenario::{
+    Expect, Expected, OPTION_KINDS, OnCase, Reply, Step, StepKind, UserStep, When,
+};
 use crate::template;
 
 impl Ctx<'_> {
@@ -59,21 +61,31 @@ impl Ctx<'_> {
         Ok(out)
     }
 
-    /// A `fault = "crash"` step ends the agent, so it must be the scenario's last step: no step
-    /// after it could be played, and inside an `on` case or `on_timeout` the steps after the
-    /// branching step would be.
+    /// A `fault = "crash"` step ends the agent, so nothing on the wire can follow it: after it
+    /// come only `user = "prompt"` steps (the user typing into a session that the dead agent
+    /// never opened: the client must not run that prompt as if it had). Inside an `on` case or
+    /// `on_timeout` the steps after the branching step would be played, so it is refused there.
     fn crash_is_last(&self, raws: &[Spanned<BoxedStep>], steps: &[Step], nested: bool) -> R<()> {
-        for (i, step) in steps.iter().enumerate() {
-            if matches!(step.kind, StepKind::Crash(_)) && (nested || i + 1 < steps.len()) {
-                return Err(self.err(
-                    raws[i].span().start,
-                    if nested {
-                        "fault = \"crash\" cannot be inside an `on` case or `on_timeout`: it must be the scenario's last step"
-                    } else {
-                        "fault = \"crash\" must be the scenario's last step (the agent is dead after it; nothing more can be played)"
-                    },
-                ));
-            }
+        let Some(crash) = steps
+            .iter()
+            .position(|s| matches!(s.kind, StepKind::Crash(_)))
+        else {
+            return Ok(());
+        };
+        if nested {
+            return Err(self.err(
+                raws[crash].span().start,
+                "fault = \"crash\" cannot be inside an `on` case or `on_timeout`: it must be the scenario's last step",
+            ));
+        }
+        let after = steps[crash + 1..]
+            .iter()
+            .position(|s| !matches!(s.kind, StepKind::User(UserStep::Prompt { .. })));
+        if let Some(i) = after {
+            return Err(self.err(
+                raws[crash + 1 + i].span().start,
+                "only `user = \"prompt\"` steps can follow fault = \"crash\" (the agent is dead after it; nothing more can be played on the wire)",
+            ));
         }
         Ok(())
     }

@@ -60,6 +60,7 @@ impl Live {
         let prompt = UserAction::Prompt {
             session: HANDLE.into(),
             text: format!("fuzz turn {n}"),
+            agent_killed: false,
         };
         self.act(prompt, timeout).await?;
         let prompt = self

@@ -43,8 +43,12 @@ const EVENTS: &[(&str, &[&str], &[&str])] = &[
     ),
 ];
 
-/// The event types an observer may report at all.
+/// The event types an observer's rules may make.
 pub const EVENT_TYPES: [&str; 4] = ["approval", "approval_resolved", "item", "turn"];
+
+/// The event types an observer may report at all: also `error`, which rules derive from a turn
+/// (`DataRules::exited`) and an outside program may print.
+pub const OBSERVED_TYPES: [&str; 5] = ["approval", "approval_resolved", "item", "turn", "error"];
 
 const SUBJECTS: &[&str] = &[
     "command",
@@ -91,11 +95,17 @@ pub struct Compiled {
 
 impl Compiled {
     /// The event types these rules can report, in the order of [`EVENT_TYPES`].
+    /// Rules that report a turn also report an `error` for a session that could not be opened
+    /// (`DataRules::exited`).
     pub fn reports(&self) -> Vec<&'static str> {
-        EVENT_TYPES
+        let mut reports: Vec<&'static str> = EVENT_TYPES
             .into_iter()
             .filter(|t| self.rules.iter().any(|r| r.event == *t))
-            .collect()
+            .collect();
+        if reports.contains(&"turn") {
+            reports.push("error");
+        }
+        reports
     }
 
     /// The sources the rules read, in words.

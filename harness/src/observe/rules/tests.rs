@@ -99,7 +99,7 @@ fn a_prompt_response_is_not_a_permission_answer_and_exit_codes_are_turn_states()
             .unwrap()
             .starts_with("acpx exited with code 5 (PERMISSION_DENIED")
     );
-    // No turn ever started: nothing to report.
+    // No turn ever started, and acpx exits as if all went well: nothing to report.
     let (mut idle, _rec) = load("acpx.toml", &[]);
     assert!(
         idle.exited(&ExitInfo {
@@ -108,6 +108,51 @@ fn a_prompt_response_is_not_a_permission_answer_and_exit_codes_are_turn_states()
         })
         .is_empty()
     );
+}
+
+/// No prompt reached the agent (it died or refused before a session was open): the failed turn
+/// the rules would report is the client's error for the session it could not open.
+#[test]
+fn a_failed_launch_without_a_prompt_is_an_observed_error() {
+    let (mut acpx, _rec) = load("acpx.toml", &[]);
+    let events = acpx.exited(&ExitInfo {
+        code: Some(1),
+        signal: None,
+    });
+    valid(&events);
+    assert_eq!(types(&events), ["error"]);
+    assert_eq!(
+        events[0]["message"],
+        "acpx exited with code 1 (an error); shown as a failed turn, and no prompt reached the agent"
+    );
+    assert_eq!(events[0]["observed"]["from"], "exit status");
+    assert_eq!(events[0]["observed"]["evidence"], "exit code 1");
+    // Killed by a signal: the client showed nothing.
+    let (mut acpx, _rec) = load("acpx.toml", &[]);
+    assert!(
+        acpx.exited(&ExitInfo {
+            code: None,
+            signal: Some("SIGKILL".into()),
+        })
+        .is_empty()
+    );
+    // chuk-acp says so on stderr before it exits: that line, still waiting for a session, is
+    // the evidence, not the exit status.
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../clients/chuk-acp/chuk-acp.toml");
+    let spec = ClientSpec::from_profile_with_program(&path, "chuk-acp").unwrap();
+    let compiled = compile(spec.wire.observer.as_ref().unwrap(), false, false).unwrap();
+    assert!(compiled.reports().contains(&"error"));
+    let mut rules = DataRules::new("chuk-acp".into(), compiled, Vec::new());
+    assert!(rules.stderr_line("Error connecting to agent: ").is_empty());
+    let events = rules.exited(&ExitInfo {
+        code: Some(1),
+        signal: None,
+    });
+    valid(&events);
+    assert_eq!(types(&events), ["error"]);
+    assert_eq!(events[0]["observed"]["from"], "stderr");
+    assert!(rules.unmatched().is_empty());
 }
 
 #[test]

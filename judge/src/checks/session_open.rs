@@ -1,0 +1,393 @@
+//! `session-open` — a session the agent never opened is reported to the user as not opened
+//! (R168).
+//!
+//! Requirement: when the agent answers the client's `initialize` or `session/new` with an error,
+//! or its process dies before it answered either, the session the user asked for does not exist.
+//! The client must say so (a control `error` event, from its adapter or observed: a client
+//! without an adapter that exits showing a failed turn) and must not show the session as open
+//! (`session_opened` with an id the agent never gave).
+//!
+//! Why: the user otherwise waits on a session that will never answer, or reads a failed start as
+//! success. acp-cli 0.3.1 (motosan-dev/acp-cli, `src/cli/prompt.rs` `run_exec`) drops its bridge's
+//! error when the agent dies before it answers `initialize`, prints `{"type":"done"}` and, in most
+//! runs, exits 0; claude-agent-acp answers `session/new` with `auth_required` and no way to
+//! authenticate when its config file is missing (the client "must tell the user and open no
+//! session"). ACP says what the client sends to open a session (agentclientprotocol.com,
+//! "Session Setup"); that a refused or dead opening is shown as such is the field's rule, the
+//! same one R143 states for `session/load`.
+//!
+//! Reading:
+//! * An opening fails at the agent's error answer to `initialize` or `session/new`, or at the
+//!   `agent_killed` note (a scenario's `fault = "crash"`) of a connection whose `initialize` or
+//!   `session/new` was still unanswered.
+//! * A failure after which the client sent another `session/new` on that connection is not
+//!   judged: the client is still opening the session (after authenticating, say), and that
+//!   request is judged in its own right. Nor is one that a later successful `session/new` made
+//!   good (also on a new connection: the client started the agent again): the user got a
+//!   session after all.
+//! * Reported: any `error` event after the failure. Shown open: a `session_opened` after the
+//!   failure whose `sessionId` no `session/new` answer of the agent gave.
+//! * A missing report is a `fail` on a completed run only (the runner waits for every
+//!   `new_session` to be answered, and for a client without an adapter to exit); on a run that
+//!   did not finish, the run's end is the verdict.
+//! * Needs the control plane, or an observer that reports `error` (one whose rules report `turn`
+//!   does: a failed turn of a launch whose prompt never reached the agent is its `error`).
+
+use super::{Check, Finding, Problems};
+use crate::record::{CaseRecord, RunEnd};
+use crate::wire_model::{Side, WireModel, WireMsg};
+use acp_vocab::control::Event;
+
+pub struct SessionOpen;
+
+impl Check for SessionOpen {
+    fn id(&self) -> &'static str {
+        "session-open"
+    }
+
+    fn rules(&self) -> &'static [u16] {
+        &[168]
+    }
+
+    fn requirement(&self) -> &'static str {
+        "A session the agent refused to open (an error answer to initialize or session/new) or died before opening is reported to the user as not opened, never shown open."
+    }
+
+    fn needs_control_plane(&self) -> bool {
+        true
+    }
+
+    fn observable_with(&self) -> &'static [&'static str] {
+        &["error"]
+    }
+
+    fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
+        let failures = failures(model);
+        if failures.is_empty() {
+            return Finding::not_applicable(
+                "the agent answered every initialize and session/new it was sent, and died before none",
+            );
+        }
+        let given = opened_ids(model);
+        let last_opened = model
+            .msgs
+            .iter()
+            .rev()
+            .find(|m| is_open_answer(model, m))
+            .map(|m| m.index);
+        let mut problems = Problems::new();
+        let mut judged = 0;
+        for failure in &failures {
+            if last_opened.is_some_and(|at| at > failure.at) {
+                continue; // made good: a later session/new succeeded
+            }
+            judged += 1;
+            let events = model.controls_from(failure.at + 1);
+            let shown_open = events.iter().find_map(|c| match c.event() {
+                Some(Event::SessionOpened { session_id, .. })
+                    if !given.contains(&session_id.as_str()) =>
+                {
+                    Some((c.index, session_id.as_str()))
+                }
+                _ => None,
+            });
+            if let Some((at, sid)) = shown_open {
+                problems.fail(
+                    168,
+                    format!(
+                        "{} (#{}), but the client shows a session open (session_opened #{at}, sessionId \"{sid}\", an id the agent never gave). Expected an error event and no open session.",
+                        failure.what, failure.at
+                    ),
+                    &[failure.request, failure.at, at],
+                );
+                continue;
+            }
+            let reported = events
+                .iter()
+                .any(|c| matches!(c.event(), Some(Event::Error { .. })));
+            if !reported && case.end == RunEnd::Completed {
+                problems.fail(
+                    168,
+                    format!(
+                        "{} (#{}), but the client never told the user that the session could not be opened{}. Expected an error event.",
+                        failure.what,
+                        failure.at,
+                        exit_words(model)
+                    ),
+                    &[failure.request, failure.at],
+                );
+            }
+        }
+        if judged == 0 {
+            return Finding::not_applicable(
+                "every session the agent refused or died before opening was opened after all by a later session/new",
+            );
+        }
+        problems.finish("")
+    }
+}
+
+/// Where and how an opening failed.
+struct Failure {
+    conn: u32,
+    /// The client's `initialize` or `session/new`.
+    request: usize,
+    /// The agent's error answer, or the `agent_killed` note.
+    at: usize,
+    /// The agent's part, in words ("the agent answered initialize #3 with an error").
+    what: String,
+}
+
+/// The failed openings the client did not try again on the same connection.
+fn failures(model: &WireModel<'_>) -> Vec<Failure> {
+    let mut out: Vec<Failure> = Vec::new();
+    for msg in &model.msgs {
+        let method = match msg.method() {
+            Some(m @ ("initialize" | "session/new")) => m,
+            _ => continue,
+        };
+        if msg.from != Side::Client || !msg.is_request() {
+            continue;
+        }
+        let answers = model.answers_to(msg.index);
+        let failure = match answers.first() {
+            Some(&a) => model
+                .msg(a)
+                .filter(|r| r.is_error_response())
+                .map(|_| Failure {
+                    conn: msg.conn,
+                    request: msg.index,
+                    at: a,
+                    what: format!(
+                        "the agent answered {method} #{} with an error",
+                        msg.index
+                    ),
+                }),
+            None => super::agent_killed_after(model, msg.conn, msg.index).map(|(at, signal)| {
+                Failure {
+                    conn: msg.conn,
+                    request: msg.index,
+                    at,
+                    what: format!(
+                        "the agent died before it answered {method} #{} (the harness killed its process with {signal})",
+                        msg.index
+                    ),
+                }
+            }),
+        };
+        out.extend(failure);
+    }
+    // A `session/new` sent after a failure on its connection is the client trying again.
+    out.retain(|f| {
+        !model
+            .msgs_from(f.at)
+            .iter()
+            .any(|m| m.conn == f.conn && m.from == Side::Client && m.is_request_for("session/new"))
+    });
+    out
+}
+
+/// True if `msg` is the agent's successful answer to a `session/new`.
+fn is_open_answer(model: &WireModel<'_>, msg: &WireMsg<'_>) -> bool {
+    msg.from == Side::Agent
+        && msg.result().is_some()
+        && model
+            .request_msg_of(msg)
+            .is_some_and(|r| r.is_request_for("session/new"))
+}
+
+/// The session ids the agent's `session/new` answers gave.
+fn opened_ids<'a>(model: &WireModel<'a>) -> Vec<&'a str> {
+    model
+        .msgs
+        .iter()
+        .filter(|m| is_open_answer(model, m))
+        .filter_map(|m| m.result()?.get("sessionId")?.as_str())
+        .collect()
+}
+
+/// " (it exited with code 0)" from the harness's `client_exited` note, for a client without an
+/// adapter whose exit status is what it shows.
+fn exit_words(model: &WireModel<'_>) -> String {
+    if model.observer_reports("error") {
+        let status = model.notes.iter().rev().find_map(|(_, n)| {
+            (n.get("type")?.as_str()? == "client_exited").then(|| n.get("status")?.as_str())?
+        });
+        if let Some(status) = status {
+            return format!(" (the client's exit: {status})");
+        }
+    }
+    String::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::Grade;
+    use crate::checks::testkit::{Case, SID, WS, assert_grade, assert_names_its_rule};
+    use acp_vocab::note::Note;
+    use serde_json::json;
+
+    fn open_command(c: &Case) -> usize {
+        c.cmd(json!({"type":"new_session","seq":1,"session":"s1","cwd":WS}))
+    }
+
+    fn initialize(c: &Case) -> usize {
+        c.c2a(
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,
+            "clientCapabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+        )
+    }
+
+    fn killed(c: &Case) -> usize {
+        c.note(Note::AgentKilled {
+            conn: 1,
+            signal: "SIGTERM".into(),
+            step: Some("3".into()),
+        })
+    }
+
+    /// The agent died before it answered initialize: an error passes; nothing, or a session
+    /// shown open with an id the agent never gave, fails and cites the request and the kill.
+    #[test]
+    fn a_session_whose_agent_died_first_must_be_reported() {
+        for (shown, grade, needle) in [
+            (
+                Some(json!({"type":"error","seq":1,"message":"agent exited"})),
+                Grade::Pass,
+                "",
+            ),
+            (
+                None,
+                Grade::Fail,
+                "never told the user that the session could not be opened",
+            ),
+            (
+                Some(json!({"type":"session_opened","session":"s1","sessionId":"made-up"})),
+                Grade::Fail,
+                "an id the agent never gave",
+            ),
+        ] {
+            let c = Case::new();
+            open_command(&c);
+            let request = initialize(&c);
+            let kill = killed(&c);
+            if let Some(event) = shown {
+                c.ev(event);
+            }
+            let f = c.grade(&SessionOpen);
+            assert_grade(&f, grade, needle);
+            if grade == Grade::Fail {
+                assert!(
+                    f.message.contains("died before it answered initialize"),
+                    "{f:?}"
+                );
+                assert!(
+                    f.frames.contains(&request) && f.frames.contains(&kill),
+                    "{f:?}"
+                );
+                assert_names_its_rule(&SessionOpen, &f);
+            }
+        }
+    }
+
+    /// An error answer to session/new (or initialize) is a refused opening too; a later
+    /// successful session/new (after authenticating, say) makes it good.
+    #[test]
+    fn a_refused_session_new_must_be_reported_unless_a_later_one_succeeded() {
+        let refused = |c: &Case| {
+            open_command(c);
+            initialize(c);
+            c.a2c(json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{}}}));
+            c.c2a(json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
+            c.a2c(json!({"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Authentication required"}}))
+        };
+        let c = Case::new();
+        refused(&c);
+        assert_grade(
+            &c.grade(&SessionOpen),
+            Grade::Fail,
+            "the agent answered session/new #",
+        );
+        let c = Case::new();
+        refused(&c);
+        c.c2a(json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
+        c.a2c(json!({"jsonrpc":"2.0","id":2,"result":{"sessionId":SID}}));
+        c.ev(json!({"type":"session_opened","session":"s1","sessionId":SID}));
+        assert_eq!(c.grade(&SessionOpen).grade, Grade::NotApplicable);
+        // Asked again and still waiting for the agent: the client is opening, not silent.
+        let c = Case::new();
+        refused(&c);
+        c.c2a(json!({"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
+        assert_eq!(c.grade(&SessionOpen).grade, Grade::NotApplicable);
+        // Asked again and refused again: that second refusal is the one to report.
+        c.a2c(json!({"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"Authentication required"}}));
+        assert_grade(
+            &c.grade(&SessionOpen),
+            Grade::Fail,
+            "the agent answered session/new #",
+        );
+        c.ev(json!({"type":"error","seq":1,"message":"session/new failed"}));
+        assert_eq!(c.grade(&SessionOpen).grade, Grade::Pass);
+    }
+
+    /// A run that did not finish proves nothing by a missing error; a shown session still fails.
+    #[test]
+    fn an_unfinished_run_is_graded_by_its_end() {
+        let mut c = Case::new();
+        c.end = crate::record::RunEnd::Incomplete {
+            step: 4,
+            reason: "x".into(),
+        };
+        open_command(&c);
+        initialize(&c);
+        killed(&c);
+        assert_eq!(c.grade(&SessionOpen).grade, Grade::Pass);
+    }
+
+    /// A client without an adapter: the observer's `error` (its exit said so) is the report; its
+    /// silence fails and quotes the client's exit.
+    #[test]
+    fn an_observed_error_is_the_report_of_a_client_without_an_adapter() {
+        for (observed, grade) in [(true, Grade::Pass), (false, Grade::Fail)] {
+            let c = Case::wire_only();
+            c.note(Note::Observer {
+                name: "cli".into(),
+                reports: vec!["turn".into(), "error".into()],
+                from: "exit status".into(),
+            });
+            initialize(&c);
+            killed(&c);
+            if observed {
+                c.rec.record(
+                    0,
+                    acp_vocab::transcript::Direction::ObserverToHarness,
+                    json!({"type":"error","message":"cli exited with code 1","observed":
+                        {"by":"cli","from":"exit status","evidence":"exit code 1"}})
+                    .to_string()
+                    .as_bytes(),
+                );
+            }
+            c.note(Note::ClientExited {
+                status: "exit code 0".into(),
+            });
+            let f = c.grade(&SessionOpen);
+            assert_grade(
+                &f,
+                grade,
+                if observed {
+                    ""
+                } else {
+                    "(the client's exit: exit code 0)"
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn nothing_to_judge_when_every_opening_was_answered() {
+        let c = Case::new();
+        c.handshake();
+        assert_eq!(c.grade(&SessionOpen).grade, Grade::NotApplicable);
+    }
+}
