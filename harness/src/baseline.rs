@@ -14,8 +14,11 @@
 //! message = "approval #11 for request #9"                            # optional message prefix
 //! ```
 //!
-//! An id is a check id, a trial name `<case>::<check>`, or `<agent>@<version>/<scenario>::<check>`
-//! for every option run of an `each` scenario. For each trial the most specific entry applies:
+//! An id is a check id, a trial name `<case>::<check>`, `<agent>@<version>/<scenario>::<check>`
+//! for every option run of an `each` scenario, or `<case>::*` for every check of a case (a case
+//! that never finishes grades every check `timeout` or `crash`: one entry says so, and keeps
+//! saying so for checks added later). For each trial the most specific entry applies (trial,
+//! scenario, case, check):
 //!
 //! * a failing trial (`fail`, `warn`, `timeout`, `crash`) whose message starts with the entry's
 //!   `message` (if it has one; transcript indices like `#12` are not compared) becomes
@@ -77,9 +80,14 @@ enum Scope {
     Trial,
     /// Every option run of one scenario, one check.
     Scenario,
+    /// Every check of one case (or of every option run of a scenario): `<case>::*`.
+    Case,
     /// Every trial of one check.
     Check,
 }
+
+/// The check part of an id that names every check of a case: `<case>::*`.
+const EVERY_CHECK: &str = "*";
 
 /// `<agent>@<version>/<id>[<option>]` → `<agent>@<version>/<id>`.
 fn scenario_of(case_id: &str) -> &str {
@@ -95,6 +103,9 @@ fn covers(id: &str, case_id: &str, check: &str) -> Option<Scope> {
         return Some(Scope::Check);
     }
     let (case, id_check) = id.rsplit_once("::")?;
+    if id_check == EVERY_CHECK {
+        return (case == case_id || case == scenario_of(case_id)).then_some(Scope::Case);
+    }
     if id_check != check {
         return None;
     }
@@ -188,7 +199,7 @@ impl Baseline {
                 let Some((case, check)) = id.rsplit_once("::") else {
                     return true;
                 };
-                !(checks.contains(&check)
+                !((checks.contains(&check) || check == EVERY_CHECK)
                     && (cases.iter().any(|c| c == case) || scenarios.contains(case)))
             })
             .map(|id| format!("  \"{id}\""))
@@ -198,8 +209,8 @@ impl Baseline {
         }
         bail!(
             "{}: {} entr{} no known check, scenario or trial (ids are a check id, \
-             `<case>::<check>` or `<agent>@<version>/<scenario>::<check>`; the checks are {}; \
-             `acp-harness list` prints every trial):\n{}",
+             `<case>::<check>`, `<agent>@<version>/<scenario>::<check>` or `<case>::*`; the checks \
+             are {}; `acp-harness list` prints every trial):\n{}",
             self.path.display(),
             unknown.len(),
             if unknown.len() == 1 {
@@ -641,6 +652,50 @@ message = "file missing"
         b.apply(&mut fixed);
         assert_eq!(fixed[0].trials[0].grade, Grade::Stale);
         assert_eq!(fixed[1].trials[0].grade, Grade::NotApplicable);
+    }
+
+    /// `<case>::*` covers every check of its case (and of the option runs of its scenario),
+    /// after the more specific entries, and is stale only when none of them fails.
+    #[test]
+    fn a_case_wide_entry_covers_every_check_of_its_case() {
+        let b = baseline(
+            "[expected.\"a@1/x::*\"]\nreason = \"times out\"\n\
+             [expected.\"a@1/x::fs\"]\nreason = \"own\"\n\
+             [expected.\"a@1/e::*\"]\nreason = \"each\"\n",
+        );
+        b.validate(
+            &["a@1/x".to_owned(), "a@1/e[allow]".to_owned()],
+            &["fs", "jsonrpc"],
+        )
+        .unwrap();
+        let mut run = vec![
+            result(
+                "a@1/x",
+                vec![
+                    trial("fs", Grade::Timeout, "t"),
+                    trial("jsonrpc", Grade::Timeout, "t"),
+                ],
+            ),
+            result("a@1/e[allow]", vec![trial("jsonrpc", Grade::Crash, "c")]),
+            result("a@1/y", vec![trial("jsonrpc", Grade::Timeout, "t")]),
+        ];
+        b.apply(&mut run);
+        assert_eq!(run[0].trials[0].grade, Grade::Expected);
+        assert!(
+            run[0].trials[0].message.contains("\"a@1/x::fs\""),
+            "{}",
+            run[0].trials[0].message
+        );
+        assert_eq!(run[0].trials[1].grade, Grade::Expected);
+        assert!(run[0].trials[1].message.contains("\"a@1/x::*\": times out"));
+        assert_eq!(run[1].trials[0].grade, Grade::Expected);
+        assert_eq!(run[2].trials[0].grade, Grade::Timeout);
+        let mut fixed = vec![result("a@1/x", vec![trial("jsonrpc", Grade::Pass, "")])];
+        b.apply(&mut fixed);
+        assert_eq!(fixed[0].trials[0].grade, Grade::Stale);
+        // An unknown case is still refused.
+        let bad = baseline("[expected.\"a@1/nope::*\"]\nreason = \"r\"\n");
+        assert!(bad.validate(&["a@1/x".to_owned()], &["fs"]).is_err());
     }
 
     #[test]
