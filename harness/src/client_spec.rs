@@ -658,6 +658,21 @@ message = "exited with {code}"
         );
     }
 
+    /// `--client clients/x/x.toml`: the profile's `./` paths are absolute, since the client, its
+    /// cancel command and its observer program run in the case's directories.
+    #[test]
+    fn relative_paths_of_a_relative_profile_are_absolute() {
+        for (profile, ends) in [
+            ("clients/x/x.toml", "clients/x/./observer.py"),
+            ("x.toml", "./observer.py"),
+        ] {
+            let resolved = profile::relative_to("./observer.py", Path::new(profile));
+            assert!(Path::new(&resolved).is_absolute(), "{resolved}");
+            assert!(resolved.ends_with(ends), "{resolved}");
+        }
+        assert_eq!(profile::relative_to("acpx", Path::new("x.toml")), "acpx");
+    }
+
     #[test]
     fn choose_input_selects_by_kind_order() {
         let input = ChooseInput {

@@ -20,25 +20,16 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-#[test]
-fn the_example_observer_prints_valid_turn_events() {
+/// The events clients/chuk-acp/observer.py prints for these stream lines, each valid.
+fn example_observer(lines: &[Value]) -> Vec<Value> {
     let mut child = Command::new("python3")
         .arg(workspace().join("clients/chuk-acp/observer.py"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .expect("python3 runs");
-    let prompt = json!({"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s1","prompt":[]}});
-    let lines = [
-        json!({"stream":"stdout","time":0.1,"text":"[Stop reason: end_turn]"}), // before any prompt
-        json!({"stream":"acp","time":0.2,"dir":"c2a","text":prompt.to_string()}),
-        json!({"stream":"stdout","time":0.3,"text":"Done."}),
-        json!({"stream":"stdout","time":0.4,"text":"[Stop reason: refusal]"}),
-        json!({"stream":"stdout","time":0.5,"text":"Interrupted by user"}),
-        json!({"stream":"exit","time":0.6,"text":"exit code 0","code":0,"signal":null}),
-    ];
     let mut stdin = child.stdin.take().unwrap();
-    for line in &lines {
+    for line in lines {
         writeln!(stdin, "{line}").unwrap();
     }
     drop(stdin);
@@ -52,13 +43,45 @@ fn the_example_observer_prints_valid_turn_events() {
     for e in &events {
         validate_control(e).unwrap_or_else(|err| panic!("{e}: {err}"));
     }
+    events
+}
+
+#[test]
+fn the_example_observer_prints_valid_turn_events() {
+    let prompt = json!({"jsonrpc":"2.0","id":"p","method":"session/prompt","params":{"sessionId":"s1","prompt":[]}});
+    let events = example_observer(&[
+        json!({"stream":"stdout","time":0.1,"text":"[Stop reason: end_turn]"}), // before any prompt
+        json!({"stream":"acp","time":0.2,"dir":"c2a","text":prompt.to_string()}),
+        json!({"stream":"stdout","time":0.3,"text":"Done."}),
+        json!({"stream":"stdout","time":0.4,"text":"[Stop reason: refusal]"}),
+        json!({"stream":"stdout","time":0.5,"text":"Interrupted by user"}),
+        json!({"stream":"stderr","time":0.55,"text":"(No response from agent)"}),
+        json!({"stream":"exit","time":0.6,"text":"exit code 0","code":0,"signal":null}),
+    ]);
     let states: Vec<&str> = events
         .iter()
         .map(|e| e["state"].as_str().unwrap())
         .collect();
-    assert_eq!(states, ["refused", "cancelled"]);
+    assert_eq!(states, ["refused", "cancelled", "failed"]);
     assert_eq!(events[0]["sessionId"], "s1");
     assert_eq!(events[0]["observed"]["evidence"], "[Stop reason: refusal]");
+    assert_eq!(events[2]["observed"]["from"], "stderr");
+}
+
+/// chuk-acp gave up before any prompt reached the agent: its error line, at the exit, is the
+/// error for the session that never opened.
+#[test]
+fn the_example_observer_reports_a_session_that_never_opened() {
+    let events = example_observer(&[
+        json!({"stream":"stderr","time":0.1,"text":"Error connecting to agent: "}),
+        json!({"stream":"exit","time":0.2,"text":"exit code 1","code":1,"signal":null}),
+    ]);
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "error");
+    assert_eq!(
+        events[0]["observed"]["evidence"],
+        "Error connecting to agent: "
+    );
 }
 
 /// A wire-only "client" that never connects, observed by `command`.

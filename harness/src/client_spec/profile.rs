@@ -408,10 +408,17 @@ pub(super) fn resolve_program(file: &ProfileFile, path: &Path) -> Result<Option<
     Ok(Some(relative_to(program, path)))
 }
 
-/// `./x` and `../x` relative to the profile's folder; anything else as written.
+/// `./x` and `../x` relative to the profile's folder, made absolute: the client, its cancel
+/// command and its observer program run in the case's directories, where a path relative to the
+/// harness's working directory (`--client clients/x/x.toml`) names nothing. Anything else as
+/// written.
 pub(super) fn relative_to(program: &str, profile: &Path) -> String {
     if program.starts_with("./") || program.starts_with("../") {
-        let base = profile.parent().unwrap_or(Path::new("."));
+        let base = match profile.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
         base.join(program).to_string_lossy().into_owned()
     } else {
         program.to_owned()
