@@ -31,6 +31,13 @@ pub(super) struct Merged {
     pub bases: Vec<PathBuf>,
 }
 
+impl Merged {
+    /// "what it extends: b.toml, a.toml", for a message about a merged profile.
+    pub fn described(&self) -> String {
+        format!("what it extends: {}", names(&self.bases, ", "))
+    }
+}
+
 /// Reads `path` and follows its `extends` chain.
 pub(super) fn read(path: &Path) -> Result<Merged> {
     let text = read_text(path)?;
@@ -54,7 +61,7 @@ pub(super) fn read(path: &Path) -> Result<Merged> {
             bail!(
                 "{}: `extends` goes round in a circle: {} → {}",
                 path.display(),
-                names(&chain),
+                names(&chain, " → "),
                 file_name(&base)
             );
         }
@@ -62,7 +69,7 @@ pub(super) fn read(path: &Path) -> Result<Merged> {
             bail!(
                 "{}: `extends` follows more than {MAX_DEPTH} profiles ({}); flatten some of them",
                 path.display(),
-                names(&chain)
+                names(&chain, " → ")
             );
         }
         let base_text = read_text(&base)
@@ -130,12 +137,12 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_else(|| path.display().to_string())
 }
 
-fn names(chain: &[PathBuf]) -> String {
+fn names(chain: &[PathBuf], separator: &str) -> String {
     chain
         .iter()
         .map(|p| file_name(p))
         .collect::<Vec<_>>()
-        .join(" → ")
+        .join(separator)
 }
 
 #[cfg(test)]

@@ -427,8 +427,8 @@ pub(super) fn relative_to(program: &str, profile: &Path) -> String {
 
 /// Reads and validates a profile file, with the profiles it `extends` (super::extends).
 pub(super) fn read(path: &Path) -> Result<ProfileFile> {
-    let merged = super::extends::read(path)?;
-    let file: ProfileFile = match merged.table {
+    let mut merged = super::extends::read(path)?;
+    let file: ProfileFile = match merged.table.take() {
         // Parsed from the text, so a wrong key or type keeps its line and column.
         None => toml::from_str(&merged.text)
             .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))?,
@@ -436,7 +436,7 @@ pub(super) fn read(path: &Path) -> Result<ProfileFile> {
             anyhow::anyhow!(
                 "{} (with {}): {}",
                 path.display(),
-                extended(&merged.bases),
+                merged.described(),
                 e.to_string().trim_end()
             )
         })?,
@@ -445,22 +445,8 @@ pub(super) fn read(path: &Path) -> Result<ProfileFile> {
         if merged.bases.is_empty() {
             e
         } else {
-            anyhow::anyhow!("{e:#} (read with {})", extended(&merged.bases))
+            anyhow::anyhow!("{e:#} (read with {})", merged.described())
         }
     })?;
     Ok(file)
-}
-
-/// "what it extends: b.toml, a.toml", for a message about a merged profile.
-fn extended(bases: &[std::path::PathBuf]) -> String {
-    let names: Vec<String> = bases
-        .iter()
-        .map(|b| {
-            b.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    format!("what it extends: {}", names.join(", "))
 }

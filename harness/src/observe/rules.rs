@@ -21,7 +21,7 @@
 
 use std::collections::HashSet;
 
-use acp_vocab::control::{Observed, PresentedOption};
+use acp_vocab::control::{Event, Observed, PresentedOption, TurnState};
 use acp_vocab::note::Note;
 use regex::Regex;
 use serde_json::{Map, Value, json};
@@ -211,39 +211,31 @@ impl DataRules {
     /// one is not: that is a client reporting success for a session that never opened, which
     /// the `session-open` check finds by the missing error.
     fn launch_failed(&mut self, exit_draft: Option<Draft>) -> Vec<Value> {
-        let failed = |d: &Draft| {
-            d.event.get("type") == Some(&json!("turn"))
-                && d.event
-                    .get("state")
-                    .and_then(Value::as_str)
-                    .is_some_and(|s| !matches!(s, "completed" | "running"))
+        let failed_state = |d: &Draft| -> Option<TurnState> {
+            if d.event.get("type")? != "turn" {
+                return None;
+            }
+            let state: TurnState = serde_json::from_value(d.event.get("state")?.clone()).ok()?;
+            (state.is_end() && state != TurnState::Completed).then_some(state)
         };
-        let draft = match self.waiting.iter().position(failed) {
+        let draft = match self.waiting.iter().position(|d| failed_state(d).is_some()) {
             Some(i) => self.waiting.remove(i),
-            None => match exit_draft.filter(failed) {
-                Some(d) => d,
-                None => return Vec::new(),
+            None => match exit_draft {
+                Some(d) if failed_state(&d).is_some() => d,
+                _ => return Vec::new(),
             },
         };
-        let state = draft
-            .event
-            .get("state")
-            .and_then(Value::as_str)
-            .unwrap_or("failed");
+        let state = failed_state(&draft).unwrap_or(TurnState::Failed);
         let said = match draft.event.get("message").and_then(Value::as_str) {
             Some(m) => format!("{m}; "),
             None => String::new(),
         };
-        let observed = Observed {
-            by: self.name.clone(),
-            from: draft.from.describe().to_owned(),
-            evidence: draft.evidence.clone(),
+        let error = Event::Error {
+            seq: None,
+            message: format!("{said}shown as a {state} turn, and no prompt reached the agent"),
+            observed: Some(self.observed(&draft)),
         };
-        vec![json!({
-            "type": "error",
-            "message": format!("{said}shown as a {state} turn, and no prompt reached the agent"),
-            "observed": observed,
-        })]
+        vec![serde_json::to_value(error).expect("an event always serialises")]
     }
 
     /// What the user is about to do.
@@ -273,6 +265,15 @@ impl DataRules {
             "stop_reason" => self.wire.stop_reason.as_ref().map(|s| json!(s)),
             "code" => code.map(|c| json!(c.to_string())),
             _ => None,
+        }
+    }
+
+    /// Who observed `draft`'s event, where, and what was seen.
+    fn observed(&self, draft: &Draft) -> Observed {
+        Observed {
+            by: self.name.clone(),
+            from: draft.from.describe().to_owned(),
+            evidence: draft.evidence.clone(),
         }
     }
 
@@ -382,11 +383,7 @@ impl DataRules {
                 }
             }
         }
-        let observed = Observed {
-            by: self.name.clone(),
-            from: draft.from.describe().to_owned(),
-            evidence: draft.evidence.clone(),
-        };
+        let observed = self.observed(draft);
         event.insert(
             "observed".into(),
             serde_json::to_value(observed).unwrap_or_default(),

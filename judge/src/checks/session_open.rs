@@ -35,8 +35,9 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{Side, WireModel, WireMsg};
+use crate::wire_model::{Side, WireModel, note_of};
 use acp_vocab::control::Event;
+use acp_vocab::note::Note;
 
 pub struct SessionOpen;
 
@@ -68,13 +69,8 @@ impl Check for SessionOpen {
                 "the agent answered every initialize and session/new it was sent, and died before none",
             );
         }
-        let given = opened_ids(model);
-        let last_opened = model
-            .msgs
-            .iter()
-            .rev()
-            .find(|m| is_open_answer(model, m))
-            .map(|m| m.index);
+        let opened = openings(model);
+        let last_opened = opened.last().map(|&(at, _)| at);
         let mut problems = Problems::new();
         let mut judged = 0;
         for failure in &failures {
@@ -85,7 +81,9 @@ impl Check for SessionOpen {
             let events = model.controls_from(failure.at + 1);
             let shown_open = events.iter().find_map(|c| match c.event() {
                 Some(Event::SessionOpened { session_id, .. })
-                    if !given.contains(&session_id.as_str()) =>
+                    if !opened
+                        .iter()
+                        .any(|&(_, given)| given == Some(session_id.as_str())) =>
                 {
                     Some((c.index, session_id.as_str()))
                 }
@@ -187,37 +185,37 @@ fn failures(model: &WireModel<'_>) -> Vec<Failure> {
     out
 }
 
-/// True if `msg` is the agent's successful answer to a `session/new`.
-fn is_open_answer(model: &WireModel<'_>, msg: &WireMsg<'_>) -> bool {
-    msg.from == Side::Agent
-        && msg.result().is_some()
-        && model
-            .request_msg_of(msg)
-            .is_some_and(|r| r.is_request_for("session/new"))
-}
-
-/// The session ids the agent's `session/new` answers gave.
-fn opened_ids<'a>(model: &WireModel<'a>) -> Vec<&'a str> {
+/// The agent's successful answers to `session/new`, in order: (index, the `sessionId` it gave).
+fn openings<'a>(model: &WireModel<'a>) -> Vec<(usize, Option<&'a str>)> {
     model
         .msgs
         .iter()
-        .filter(|m| is_open_answer(model, m))
-        .filter_map(|m| m.result()?.get("sessionId")?.as_str())
+        .filter(|m| m.from == Side::Agent)
+        .filter_map(|m| {
+            let result = m.result()?;
+            model
+                .request_msg_of(m)?
+                .is_request_for("session/new")
+                .then(|| (m.index, result.get("sessionId").and_then(|v| v.as_str())))
+        })
         .collect()
 }
 
-/// " (it exited with code 0)" from the harness's `client_exited` note, for a client without an
-/// adapter whose exit status is what it shows.
+/// " (the client's exit: exit code 0)" from the harness's `client_exited` note, for a client
+/// without an adapter whose exit status is what it shows.
 fn exit_words(model: &WireModel<'_>) -> String {
-    if model.observer_reports("error") {
-        let status = model.notes.iter().rev().find_map(|(_, n)| {
-            (n.get("type")?.as_str()? == "client_exited").then(|| n.get("status")?.as_str())?
-        });
-        if let Some(status) = status {
-            return format!(" (the client's exit: {status})");
-        }
+    if !model.observer_reports("error") {
+        return String::new();
     }
-    String::new()
+    let status = model
+        .notes
+        .iter()
+        .rev()
+        .find_map(|(_, n)| match note_of(n) {
+            Some(Note::ClientExited { status }) => Some(status),
+            _ => None,
+        });
+    status.map_or(String::new(), |s| format!(" (the client's exit: {s})"))
 }
 
 #[cfg(test)]
@@ -225,7 +223,6 @@ mod tests {
     use super::*;
     use crate::checks::Grade;
     use crate::checks::testkit::{Case, SID, WS, assert_grade, assert_names_its_rule};
-    use acp_vocab::note::Note;
     use serde_json::json;
 
     fn open_command(c: &Case) -> usize {

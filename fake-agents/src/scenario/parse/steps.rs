@@ -75,7 +75,7 @@ impl Ctx<'_> {
         if nested {
             return Err(self.err(
                 raws[crash].span().start,
-                "fault = \"crash\" cannot be inside an `on` case or `on_timeout`: it must be the scenario's last step",
+                "fault = \"crash\" cannot be inside an `on` case or `on_timeout`: the steps after the branching step would still be played on a dead agent",
             ));
         }
         let after = steps[crash + 1..]

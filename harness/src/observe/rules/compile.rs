@@ -48,7 +48,10 @@ pub const EVENT_TYPES: [&str; 4] = ["approval", "approval_resolved", "item", "tu
 
 /// The event types an observer may report at all: also `error`, which rules derive from a turn
 /// (`DataRules::exited`) and an outside program may print.
-pub const OBSERVED_TYPES: [&str; 5] = ["approval", "approval_resolved", "item", "turn", "error"];
+pub const OBSERVED_TYPES: [&str; 5] = {
+    let e = EVENT_TYPES;
+    [e[0], e[1], e[2], e[3], "error"]
+};
 
 const SUBJECTS: &[&str] = &[
     "command",
