@@ -407,7 +407,7 @@ fn run(args: RunArgs) -> Result<ExitCode> {
         acp_harness::outln!("{f}");
     }
     if let Ok(written) = &report {
-        print_causes(written, failing.len());
+        print_causes(written, failing.len(), args.strict);
     }
     acp_harness::outln!("results: {}", args.out.join("run.json").display());
     match &report {
@@ -433,15 +433,42 @@ fn run(args: RunArgs) -> Result<ExitCode> {
 
 /// The failures grouped by cause (acp_reports::causes), last before the paths: after a long
 /// list of trials, what a person reads first is what to fix.
-fn print_causes(written: &acp_reports::Written, failing: usize) {
+fn print_causes(written: &acp_reports::Written, failing: usize, strict: bool) {
     if written.causes.is_empty() {
         return;
     }
     let n = written.causes.len();
+    // Causes cover warnings too, which fail a run only under --strict: otherwise count them apart.
+    let warnings: usize = written
+        .causes
+        .iter()
+        .filter(|c| c.grade == "warn")
+        .map(|c| c.trials)
+        .sum();
+    let mut behind = Vec::new();
+    if failing > 0 {
+        behind.push(format!(
+            "{failing} failing trial{}",
+            if failing == 1 { "" } else { "s" }
+        ));
+    }
+    if warnings > 0 && !strict {
+        behind.push(format!(
+            "{warnings} warning{}",
+            if warnings == 1 { "" } else { "s" }
+        ));
+    }
+    if behind.is_empty() {
+        let trials: usize = written.causes.iter().map(|c| c.trials).sum();
+        behind.push(format!(
+            "{trials} trial{}",
+            if trials == 1 { "" } else { "s" }
+        ));
+    }
     acp_harness::outln!(
-        "What to fix first: {n} cause{} behind {failing} failing trial{}",
+        "What to fix first: {n} cause{} behind {}",
         if n == 1 { "" } else { "s" },
-        if failing == 1 { "" } else { "s" }
+        behind.join(" and ")
     );
     for (i, cause) in written.causes.iter().enumerate() {
         acp_harness::outln!("{:>4}. {}", i + 1, cause.line());

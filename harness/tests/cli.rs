@@ -292,3 +292,36 @@ fn a_run_leaves_no_case_directories_behind() {
         .collect();
     assert_eq!(left, Vec::<String>::new());
 }
+
+/// A warning (a SHOULD broken) does not fail a run, and the summary counts it as a warning, not
+/// as a failing trial; under --strict it is one.
+#[test]
+fn a_warning_is_counted_as_a_warning_unless_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    for (strict, success, line) in [
+        (false, true, "What to fix first: 1 cause behind 1 warning\n"),
+        (
+            true,
+            false,
+            "What to fix first: 1 cause behind 1 failing trial\n",
+        ),
+    ] {
+        let mut cmd = harness();
+        cmd.args([
+            "run",
+            "--client",
+            "mutant:any-protocol-version",
+            "--filter",
+            "unsupported-protocol-version::session-open",
+            "--out",
+        ])
+        .arg(dir.path().join(format!("out-{strict}")));
+        if strict {
+            cmd.arg("--strict");
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.success(), success, "{stdout}");
+        assert!(stdout.contains(line), "{stdout}");
+    }
+}
