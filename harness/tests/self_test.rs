@@ -90,6 +90,7 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("ignore-cancel-request", &["jsonrpc"]),
     ("agent-death-as-completed", &["turn-end"]),
     ("silent-failed-start", &["session-open"]),
+    ("any-protocol-version", &["session-open"]),
     // modes, config options and authentication
     ("unoffered-mode", &["session-mode"]),
     ("optimistic-mode-switch", &["session-mode"]),

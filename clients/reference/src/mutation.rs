@@ -54,6 +54,7 @@
 //! | `ignore-cancel-request` | `client/agent.rs`, `on_agent` (the agent's `$/cancel_request`) |
 //! | `agent-death-as-completed` | `client/agent.rs`, `on_agent_closed` (the state of a turn the agent died in) |
 //! | `silent-failed-start` | `client.rs`, `fail_sessions_opening` (what the user hears of a session the dead agent never opened) |
+//! | `any-protocol-version` | `client/agent.rs`, `on_response` (which protocol versions it goes on with) |
 //! | `unoffered-mode` | `client/modes.rs`, `set_mode` (which modes may be sent) |
 //! | `optimistic-mode-switch` | `client/modes.rs`, `set_mode` (when the selector moves) |
 //! | `mode-only-from-update` | `client/modes.rs`, `on_set_mode_answer` (a success answer) |
@@ -193,6 +194,9 @@ pub enum Mutant {
     /// is never told that it could not be opened (acp-cli 0.3.1 `exec` drops its bridge's error
     /// when the agent dies before answering `initialize`, prints `done` and mostly exits 0).
     SilentFailedStart,
+    /// Whatever `protocolVersion` the agent answers to `initialize`, the client goes on and opens
+    /// the session in it (acpx 0.19.1 logs "initialized protocol version 2" and goes on).
+    AnyProtocolVersion,
     // ---- modes, config options and authentication ----
     /// `session/set_mode` for a mode the agent never offered (no check against
     /// `availableModes`; langchain-ai/deepagents#6138 shows what the agent then does).
@@ -212,7 +216,7 @@ pub enum Mutant {
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 48] = [
+    pub const ALL: [Mutant; 49] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -256,6 +260,7 @@ impl Mutant {
         Mutant::IgnoreCancelRequest,
         Mutant::AgentDeathAsCompleted,
         Mutant::SilentFailedStart,
+        Mutant::AnyProtocolVersion,
         // modes, config options and authentication
         Mutant::UnofferedMode,
         Mutant::OptimisticModeSwitch,
@@ -310,6 +315,7 @@ impl Mutant {
             Mutant::IgnoreCancelRequest => "ignore-cancel-request",
             Mutant::AgentDeathAsCompleted => "agent-death-as-completed",
             Mutant::SilentFailedStart => "silent-failed-start",
+            Mutant::AnyProtocolVersion => "any-protocol-version",
             // modes, config options and authentication
             Mutant::UnofferedMode => "unoffered-mode",
             Mutant::OptimisticModeSwitch => "optimistic-mode-switch",
@@ -523,6 +529,11 @@ impl Mutant {
                  bridge.shutdown()`), and the user is told nothing of the session that never \
                  opened"
             }
+            Mutant::AnyProtocolVersion => {
+                "acpx 0.19.1 (openclaw/acpx, initializeAgentConnection): the protocol version the \
+                 agent chose in its initialize answer is logged, never compared with the one the \
+                 client speaks, and the session is opened in it"
+            }
             // modes, config options and authentication
             Mutant::UnofferedMode => {
                 "session/set_mode with a mode id the agent never offered (ACP session-modes: \
@@ -597,7 +608,7 @@ impl Mutant {
             Mutant::CancelAsRequest => &["cancel-stop", "jsonrpc", "schema"],
             Mutant::IgnoreCancelRequest => &["jsonrpc"],
             Mutant::AgentDeathAsCompleted => &["turn-end"],
-            Mutant::SilentFailedStart => &["session-open"],
+            Mutant::SilentFailedStart | Mutant::AnyProtocolVersion => &["session-open"],
             // modes, config options and authentication
             Mutant::UnofferedMode
             | Mutant::OptimisticModeSwitch

@@ -1,5 +1,5 @@
 //! `session-open` — a session the agent never opened is reported to the user as not opened
-//! (R168).
+//! (R168), and a protocol version the client does not speak ends the connection (R14).
 //!
 //! Requirement: when the agent answers the client's `initialize` or `session/new` with an error,
 //! or its process dies before it answered either, the session the user asked for does not exist.
@@ -30,12 +30,20 @@
 //! * A missing report is a `fail` on a completed run only (the runner waits for every
 //!   `new_session` to be answered, and for a client without an adapter to exit); on a run that
 //!   did not finish, the run's end is the verdict.
+//! * R14 (SHOULD, so `warn`): the agent answered `initialize` with a `protocolVersion` above the
+//!   one the client asked for. The client must ask for the latest version it supports (R12), so
+//!   that version is one it does not speak, and the spec says the client should close the
+//!   connection and tell the user. Judged: any request the client sends on that connection after
+//!   the answer (it kept talking in a protocol it does not know), and, on a completed run, no
+//!   `error` after it. A lower version is not judged (the client may speak older versions); a
+//!   successful `session/new` on another connection (the client restarted the agent) makes it
+//!   good, as above.
 //! * Needs the control plane, or an observer that reports `error` (one whose rules report `turn`
 //!   does: a failed turn of a launch whose prompt never reached the agent is its `error`).
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{Side, WireModel, note_of};
+use crate::wire_model::{Side, WireModel, WireMsg, note_of};
 use acp_vocab::control::Event;
 use acp_vocab::note::Note;
 
@@ -47,11 +55,11 @@ impl Check for SessionOpen {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[168]
+        &[14, 168]
     }
 
     fn requirement(&self) -> &'static str {
-        "A session the agent refused to open (an error answer to initialize or session/new) or died before opening is reported to the user as not opened, never shown open."
+        "A session the agent refused to open (an error answer to initialize or session/new) or died before opening is reported to the user as not opened, never shown open; after a protocol version above its own, the client closes the connection and tells the user."
     }
 
     fn needs_control_plane(&self) -> bool {
@@ -66,24 +74,30 @@ impl Check for SessionOpen {
         let failures = failures(model);
         if failures.is_empty() {
             return Finding::not_applicable(
-                "the agent answered every initialize and session/new it was sent, and died before none",
+                "the agent answered every initialize and session/new it was sent, in no protocol version above the client's, and died before none",
             );
         }
         let opened = openings(model);
-        let last_opened = opened.last().map(|&(at, _)| at);
         let mut problems = Problems::new();
         let mut judged = 0;
         for failure in &failures {
-            if last_opened.is_some_and(|at| at > failure.at) {
-                continue; // made good: a later session/new succeeded
+            let made_good = opened
+                .iter()
+                .any(|o| o.at > failure.at && !(failure.rule == 14 && o.conn == failure.conn));
+            if made_good {
+                continue; // a later session/new succeeded (for R14: with another agent process)
             }
             judged += 1;
+            if failure.rule == 14 {
+                judge_unsupported_version(case, model, failure, &mut problems);
+                continue;
+            }
             let events = model.controls_from(failure.at + 1);
             let shown_open = events.iter().find_map(|c| match c.event() {
                 Some(Event::SessionOpened { session_id, .. })
                     if !opened
                         .iter()
-                        .any(|&(_, given)| given == Some(session_id.as_str())) =>
+                        .any(|o| o.session_id == Some(session_id.as_str())) =>
                 {
                     Some((c.index, session_id.as_str()))
                 }
@@ -125,15 +139,62 @@ impl Check for SessionOpen {
     }
 }
 
+/// R14: after the agent chose a protocol version the client does not speak, the client should
+/// say nothing more on that connection and tell the user.
+fn judge_unsupported_version(
+    case: &CaseRecord,
+    model: &WireModel<'_>,
+    failure: &Failure,
+    problems: &mut Problems,
+) {
+    let kept_talking = model
+        .msgs_from(failure.at + 1)
+        .iter()
+        .find(|m| m.conn == failure.conn && m.from == Side::Client && m.is_request());
+    if let Some(next) = kept_talking {
+        problems.warn(
+            14,
+            format!(
+                "{} (#{}), but the client kept the connection and sent {} #{}. Expected it to close the connection and tell the user.",
+                failure.what,
+                failure.at,
+                next.method().unwrap_or("a request"),
+                next.index
+            ),
+            &[failure.request, failure.at, next.index],
+        );
+        return;
+    }
+    let reported = model
+        .controls_from(failure.at + 1)
+        .iter()
+        .any(|c| matches!(c.event(), Some(Event::Error { .. })));
+    if !reported && case.end == RunEnd::Completed {
+        problems.warn(
+            14,
+            format!(
+                "{} (#{}), and the client stopped there but never told the user why{}. Expected an error event.",
+                failure.what,
+                failure.at,
+                exit_words(model)
+            ),
+            &[failure.request, failure.at],
+        );
+    }
+}
+
 /// Where and how an opening failed.
 struct Failure {
     conn: u32,
     /// The client's `initialize` or `session/new`.
     request: usize,
-    /// The agent's error answer, or the `agent_killed` note.
+    /// The agent's error answer, its answer in a version the client does not speak, or the
+    /// `agent_killed` note.
     at: usize,
     /// The agent's part, in words ("the agent answered initialize #3 with an error").
     what: String,
+    /// 168 (refused or died), 14 (a protocol version the client does not speak).
+    rule: u16,
 }
 
 /// The failed openings the client did not try again on the same connection.
@@ -148,19 +209,15 @@ fn failures(model: &WireModel<'_>) -> Vec<Failure> {
             continue;
         }
         let answers = model.answers_to(msg.index);
-        let failure = match answers.first() {
-            Some(&a) => model
-                .msg(a)
-                .filter(|r| r.is_error_response())
-                .map(|_| Failure {
-                    conn: msg.conn,
-                    request: msg.index,
-                    at: a,
-                    what: format!(
-                        "the agent answered {method} #{} with an error",
-                        msg.index
-                    ),
-                }),
+        let failure = match answers.first().and_then(|&a| model.msg(a)) {
+            Some(answer) if answer.is_error_response() => Some(Failure {
+                conn: msg.conn,
+                request: msg.index,
+                at: answer.index,
+                what: format!("the agent answered {method} #{} with an error", msg.index),
+                rule: 168,
+            }),
+            Some(answer) => unsupported_version(msg, answer),
             None => super::agent_killed_after(model, msg.conn, msg.index).map(|(at, signal)| {
                 Failure {
                     conn: msg.conn,
@@ -170,23 +227,52 @@ fn failures(model: &WireModel<'_>) -> Vec<Failure> {
                         "the agent died before it answered {method} #{} (the harness killed its process with {signal})",
                         msg.index
                     ),
+                    rule: 168,
                 }
             }),
         };
         out.extend(failure);
     }
-    // A `session/new` sent after a failure on its connection is the client trying again.
+    // A `session/new` sent after a refusal on its connection is the client trying again (after
+    // an unsupported version it is what R14 judges).
     out.retain(|f| {
-        !model
-            .msgs_from(f.at)
-            .iter()
-            .any(|m| m.conn == f.conn && m.from == Side::Client && m.is_request_for("session/new"))
+        f.rule == 14
+            || !model.msgs_from(f.at).iter().any(|m| {
+                m.conn == f.conn && m.from == Side::Client && m.is_request_for("session/new")
+            })
     });
     out
 }
 
-/// The agent's successful answers to `session/new`, in order: (index, the `sessionId` it gave).
-fn openings<'a>(model: &WireModel<'a>) -> Vec<(usize, Option<&'a str>)> {
+/// The agent's answer to `initialize` as an R14 failure when it chose a protocol version above
+/// the one the client asked for. Both must be integers; anything else is `initialize`'s to judge.
+fn unsupported_version(request: &WireMsg<'_>, answer: &WireMsg<'_>) -> Option<Failure> {
+    if !request.is_request_for("initialize") {
+        return None;
+    }
+    let asked = request.params()?.get("protocolVersion")?.as_u64()?;
+    let answered = answer.result()?.get("protocolVersion")?.as_u64()?;
+    (answered > asked).then(|| Failure {
+        conn: request.conn,
+        request: request.index,
+        at: answer.index,
+        what: format!(
+            "the agent answered initialize #{} with protocolVersion {answered}, above the {asked} the client asked for (its latest, R12), so a version it does not speak",
+            request.index
+        ),
+        rule: 14,
+    })
+}
+
+/// A successful answer of the agent to `session/new`.
+struct Opening<'a> {
+    at: usize,
+    conn: u32,
+    session_id: Option<&'a str>,
+}
+
+/// The agent's successful answers to `session/new`, in order.
+fn openings<'a>(model: &WireModel<'a>) -> Vec<Opening<'a>> {
     model
         .msgs
         .iter()
@@ -196,7 +282,11 @@ fn openings<'a>(model: &WireModel<'a>) -> Vec<(usize, Option<&'a str>)> {
             model
                 .request_msg_of(m)?
                 .is_request_for("session/new")
-                .then(|| (m.index, result.get("sessionId").and_then(|v| v.as_str())))
+                .then(|| Opening {
+                    at: m.index,
+                    conn: m.conn,
+                    session_id: result.get("sessionId").and_then(|v| v.as_str()),
+                })
         })
         .collect()
 }
@@ -379,6 +469,73 @@ mod tests {
                 },
             );
         }
+    }
+
+    /// R14: an answer in a version above the client's own. Closing and telling the user passes;
+    /// going on with session/new, or stopping silently, is a `warn`; a lower version, or a later
+    /// session opened with a restarted agent, is not judged.
+    #[test]
+    fn a_protocol_version_the_client_does_not_speak_ends_the_connection() {
+        let answered = |c: &Case, version: u64| {
+            open_command(c);
+            let request = initialize(c);
+            let answer = c.a2c(json!({"jsonrpc":"2.0","id":0,"result":{"protocolVersion":version,"agentCapabilities":{}}}));
+            (request, answer)
+        };
+        let c = Case::new();
+        answered(&c, 2);
+        c.ev(json!({"type":"error","seq":1,"message":"the agent speaks protocol version 2"}));
+        assert_eq!(c.grade(&SessionOpen).grade, Grade::Pass);
+
+        let c = Case::new();
+        let (request, answer) = answered(&c, 2);
+        let next = c.c2a(json!({"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}}));
+        c.a2c(json!({"jsonrpc":"2.0","id":1,"result":{"sessionId":SID}}));
+        c.ev(json!({"type":"session_opened","session":"s1","sessionId":SID}));
+        let f = c.grade(&SessionOpen);
+        assert_grade(&f, Grade::Warn, "kept the connection and sent session/new");
+        assert!(
+            f.message.contains("protocolVersion 2, above the 1"),
+            "{f:?}"
+        );
+        assert!(
+            [request, answer, next].iter().all(|i| f.frames.contains(i)),
+            "{f:?}"
+        );
+        assert_eq!(f.rule, Some(14), "{f:?}");
+        assert_names_its_rule(&SessionOpen, &f);
+
+        let c = Case::new();
+        answered(&c, 2);
+        assert_grade(
+            &c.grade(&SessionOpen),
+            Grade::Warn,
+            "never told the user why",
+        );
+
+        // An older version may be one the client speaks: nothing to judge.
+        let c = Case::new();
+        answered(&c, 0);
+        assert_eq!(c.grade(&SessionOpen).grade, Grade::NotApplicable);
+
+        // The client started the agent again and got a session there: made good.
+        let c = Case::new();
+        answered(&c, 2);
+        c.rec.record(
+            2,
+            acp_vocab::transcript::Direction::ClientToAgent,
+            json!({"jsonrpc":"2.0","id":0,"method":"session/new","params":{"cwd":WS,"mcpServers":[]}})
+                .to_string()
+                .as_bytes(),
+        );
+        c.rec.record(
+            2,
+            acp_vocab::transcript::Direction::AgentToClient,
+            json!({"jsonrpc":"2.0","id":0,"result":{"sessionId":SID}})
+                .to_string()
+                .as_bytes(),
+        );
+        assert_eq!(c.grade(&SessionOpen).grade, Grade::NotApplicable);
     }
 
     #[test]

@@ -481,6 +481,9 @@ impl Client {
                     Err(e) => Some(format!("initialize failed: {} ({})", e.message, e.code)),
                     Ok(r) => match r.get("protocolVersion") {
                         Some(v) if v.as_u64() == Some(PROTOCOL_VERSION) => None,
+                        // MUTANT any-protocol-version (acpx 0.19.1): the chosen version is
+                        // never compared with ours.
+                        _ if self.mutant == Some(Mutant::AnyProtocolVersion) => None,
                         other => Some(format!(
                             "the agent chose protocolVersion {}; this client speaks only {PROTOCOL_VERSION}",
                             other.unwrap_or(&Value::Null)
