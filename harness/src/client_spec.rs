@@ -598,6 +598,12 @@ message = "exited with {code}"
                 format!("{WIRE_ONLY}[install]\ncargo = \"acp-cli\"\nbin = \"bin/acp-cli\"\n"),
                 "expected <crate>@<version>",
             ),
+            (
+                format!(
+                    "{WIRE_ONLY}[install]\nnpm = \"a@1\"\npip_args = [\"b==1\"]\nbin = \"a\"\n"
+                ),
+                "[install] pip_args needs `pypi`",
+            ),
         ];
         for (text, needle) in cases {
             let (_dir, path) = write_profile(&text);

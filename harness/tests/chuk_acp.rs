@@ -36,12 +36,9 @@ fn chuk_acp_passes_the_suite_with_its_baseline() {
     // chuk-acp mostly waits: six cases per core use under one core (real_client::suite_jobs).
     let results = real_client::assert_suite_green(&spec, &profile("baseline.toml"), 6);
     // The observer graded turns: a completed one passes where the suite reads it.
-    let observed = results.iter().any(|r| {
-        r.record.transcript.iter().any(|e| {
-            e.direction == acp_vocab::transcript::Direction::ObserverToHarness
-                && e.raw.contains("[Stop reason: end_turn]")
-        })
-    });
+    let observed = results
+        .iter()
+        .any(|r| real_client::observed(r, "[Stop reason: end_turn]"));
     assert!(observed, "no observed [Stop reason: …] in the whole suite");
 }
 
@@ -57,10 +54,7 @@ fn chuk_acp_keeps_its_known_bugs() {
         let (g, m) = grade(&r, "cancel-stop");
         assert_eq!(*g, Grade::Fail, "{name}: {m}");
         assert!(m.contains("never sent session/cancel"), "{name}: {m}");
-        let shown = r.record.transcript.iter().any(|e| {
-            e.direction == acp_vocab::transcript::Direction::ObserverToHarness
-                && e.raw.contains("\"state\":\"cancelled\"")
-        });
+        let shown = real_client::observed(&r, "\"state\":\"cancelled\"");
         assert!(shown, "{name}: the cancelled turn was not observed");
         assert!(
             matches!(

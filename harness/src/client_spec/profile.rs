@@ -175,6 +175,11 @@ pub struct Install {
     /// `python3 -m venv`).
     #[serde(default)]
     pub pypi: Option<String>,
+    /// More arguments for that `pip install`, after the requirement: flags
+    /// (`--ignore-requires-python`) and pins of its dependencies (`agent-client-protocol==0.8.1`)
+    /// for a package whose own requirements let pip pick releases it does not run with.
+    #[serde(default)]
+    pub pip_args: Vec<String>,
     /// crates.io package and version, e.g. `acp-cli@0.3.1` (installed with
     /// `cargo install --locked --root`).
     #[serde(default)]
@@ -205,6 +210,9 @@ impl Install {
             .count();
         if given != 1 {
             bail!("[install] needs exactly one of `npm`, `pypi` and `cargo`");
+        }
+        if !self.pip_args.is_empty() && self.pypi.is_none() {
+            bail!("[install] pip_args needs `pypi` (they are arguments of its pip install)");
         }
         if self.cargo.is_some()
             && !self

@@ -121,7 +121,8 @@ fn locate(profile: &Path, env: &str) -> Result<Option<PathBuf>, String> {
             "--disable-pip-version-check",
             "--quiet",
             requirement,
-        ]);
+        ])
+        .args(&install.pip_args);
         install_step(pip, &format!("pip install {requirement}"))?;
     } else if let Some((name, version)) = install.cargo_crate() {
         // Built from source by the cargo that runs this test: a few minutes, once per cache.
@@ -262,4 +263,11 @@ pub fn assert_suite_green(
         failing.join("\n\n")
     );
     results
+}
+
+/// True if the observer reported, in `result`, an event whose raw line contains `needle`.
+pub fn observed(result: &CaseResult, needle: &str) -> bool {
+    result.record.transcript.iter().any(|e| {
+        e.direction == acp_vocab::transcript::Direction::ObserverToHarness && e.raw.contains(needle)
+    })
 }
