@@ -114,10 +114,7 @@ impl Check for SessionOpen {
                 );
                 continue;
             }
-            let reported = events
-                .iter()
-                .any(|c| matches!(c.event(), Some(Event::Error { .. })));
-            if !reported && case.end == RunEnd::Completed {
+            if !told_the_user(model, failure.at) && case.end == RunEnd::Completed {
                 problems.fail(
                     168,
                     format!(
@@ -165,11 +162,7 @@ fn judge_unsupported_version(
         );
         return;
     }
-    let reported = model
-        .controls_from(failure.at + 1)
-        .iter()
-        .any(|c| matches!(c.event(), Some(Event::Error { .. })));
-    if !reported && case.end == RunEnd::Completed {
+    if !told_the_user(model, failure.at) && case.end == RunEnd::Completed {
         problems.warn(
             14,
             format!(
@@ -181,6 +174,14 @@ fn judge_unsupported_version(
             &[failure.request, failure.at],
         );
     }
+}
+
+/// True if the client reported an `error` after transcript index `after`.
+fn told_the_user(model: &WireModel<'_>, after: usize) -> bool {
+    model
+        .controls_from(after + 1)
+        .iter()
+        .any(|c| matches!(c.event(), Some(Event::Error { .. })))
 }
 
 /// Where and how an opening failed.
