@@ -445,29 +445,23 @@ fn print_causes(written: &acp_reports::Written, failing: usize, strict: bool) {
         .filter(|c| c.grade == "warn")
         .map(|c| c.trials)
         .sum();
+    let counted = |n: usize, noun: &str| format!("{n} {noun}{}", if n == 1 { "" } else { "s" });
     let mut behind = Vec::new();
     if failing > 0 {
-        behind.push(format!(
-            "{failing} failing trial{}",
-            if failing == 1 { "" } else { "s" }
-        ));
+        behind.push(counted(failing, "failing trial"));
     }
     if warnings > 0 && !strict {
-        behind.push(format!(
-            "{warnings} warning{}",
-            if warnings == 1 { "" } else { "s" }
-        ));
+        behind.push(counted(warnings, "warning"));
     }
     if behind.is_empty() {
-        let trials: usize = written.causes.iter().map(|c| c.trials).sum();
-        behind.push(format!(
-            "{trials} trial{}",
-            if trials == 1 { "" } else { "s" }
+        behind.push(counted(
+            written.causes.iter().map(|c| c.trials).sum(),
+            "trial",
         ));
     }
     acp_harness::outln!(
-        "What to fix first: {n} cause{} behind {}",
-        if n == 1 { "" } else { "s" },
+        "What to fix first: {} behind {}",
+        counted(n, "cause"),
         behind.join(" and ")
     );
     for (i, cause) in written.causes.iter().enumerate() {

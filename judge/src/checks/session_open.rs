@@ -81,14 +81,15 @@ impl Check for SessionOpen {
         let mut problems = Problems::new();
         let mut judged = 0;
         for failure in &failures {
-            let made_good = opened
-                .iter()
-                .any(|o| o.at > failure.at && !(failure.rule == 14 && o.conn == failure.conn));
+            let made_good = opened.iter().any(|o| {
+                o.at > failure.at
+                    && !(failure.kind == FailureKind::UnsupportedVersion && o.conn == failure.conn)
+            });
             if made_good {
                 continue; // a later session/new succeeded (for R14: with another agent process)
             }
             judged += 1;
-            if failure.rule == 14 {
+            if failure.kind == FailureKind::UnsupportedVersion {
                 judge_unsupported_version(case, model, failure, &mut problems);
                 continue;
             }
@@ -194,8 +195,15 @@ struct Failure {
     at: usize,
     /// The agent's part, in words ("the agent answered initialize #3 with an error").
     what: String,
-    /// 168 (refused or died), 14 (a protocol version the client does not speak).
-    rule: u16,
+    kind: FailureKind,
+}
+
+/// What the agent did: refused or died (R168, `fail`), or chose a protocol version the client
+/// does not speak (R14, `warn`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FailureKind {
+    Refused,
+    UnsupportedVersion,
 }
 
 /// The failed openings the client did not try again on the same connection.
@@ -216,7 +224,7 @@ fn failures(model: &WireModel<'_>) -> Vec<Failure> {
                 request: msg.index,
                 at: answer.index,
                 what: format!("the agent answered {method} #{} with an error", msg.index),
-                rule: 168,
+                kind: FailureKind::Refused,
             }),
             Some(answer) => unsupported_version(msg, answer),
             None => super::agent_killed_after(model, msg.conn, msg.index).map(|(at, signal)| {
@@ -228,7 +236,7 @@ fn failures(model: &WireModel<'_>) -> Vec<Failure> {
                         "the agent died before it answered {method} #{} (the harness killed its process with {signal})",
                         msg.index
                     ),
-                    rule: 168,
+                    kind: FailureKind::Refused,
                 }
             }),
         };
@@ -237,7 +245,7 @@ fn failures(model: &WireModel<'_>) -> Vec<Failure> {
     // A `session/new` sent after a refusal on its connection is the client trying again (after
     // an unsupported version it is what R14 judges).
     out.retain(|f| {
-        f.rule == 14
+        f.kind == FailureKind::UnsupportedVersion
             || !model.msgs_from(f.at).iter().any(|m| {
                 m.conn == f.conn && m.from == Side::Client && m.is_request_for("session/new")
             })
@@ -261,7 +269,7 @@ fn unsupported_version(request: &WireMsg<'_>, answer: &WireMsg<'_>) -> Option<Fa
             "the agent answered initialize #{} with protocolVersion {answered}, above the {asked} the client asked for (its latest, R12), so a version it does not speak",
             request.index
         ),
-        rule: 14,
+        kind: FailureKind::UnsupportedVersion,
     })
 }
 
