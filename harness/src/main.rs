@@ -12,6 +12,7 @@ use acp_harness::run_writer::{self, BaselineUse, RunWriter};
 use acp_harness::runner::{self, RunConfig};
 use acp_harness::suite;
 use acp_reports::report_pages::ReportPages;
+use acp_reports::words::counted;
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
@@ -445,7 +446,6 @@ fn print_causes(written: &acp_reports::Written, failing: usize, strict: bool) {
         .filter(|c| c.grade == "warn")
         .map(|c| c.trials)
         .sum();
-    let counted = |n: usize, noun: &str| format!("{n} {noun}{}", if n == 1 { "" } else { "s" });
     let mut behind = Vec::new();
     if failing > 0 {
         behind.push(counted(failing, "failing trial"));
@@ -613,10 +613,7 @@ fn merged_runs(paths: &[PathBuf]) -> Result<Vec<acp_reports::LoadedRun>> {
     }
     if merged.len() < given {
         let n = merged.len();
-        acp_harness::outln!(
-            "{given} run.json files, {n} run{}",
-            if n == 1 { "" } else { "s" }
-        );
+        acp_harness::outln!("{given} run.json files, {}", counted(n, "run"));
     }
     Ok(merged)
 }

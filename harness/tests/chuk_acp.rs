@@ -42,6 +42,21 @@ fn chuk_acp_passes_the_suite_with_its_baseline() {
     assert!(observed, "no observed [Stop reason: …] in the whole suite");
 }
 
+/// The same suite and baseline with the outside observer (chuk-acp-program.toml): a program that
+/// reads the client's streams must reach the same verdicts as the data rules, or the baseline,
+/// written for the rules, would no longer match.
+#[test]
+fn chuk_acp_program_passes_the_suite_with_its_baseline() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(program) = chuk_acp() else { return };
+    let spec = real_client::client(&profile("chuk-acp-program.toml"), &program);
+    let results = real_client::assert_suite_green(&spec, &profile("baseline.toml"), 6);
+    let observed = results
+        .iter()
+        .any(|r| real_client::observed(r, "[Stop reason: end_turn]"));
+    assert!(observed, "the observer program reported no turn in the whole suite");
+}
+
 /// The two findings of clients/README.md, read from one case each, under both observers.
 #[test]
 fn chuk_acp_keeps_its_known_bugs() {

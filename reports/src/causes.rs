@@ -26,6 +26,7 @@ use regex::Regex;
 use crate::grade::Grade;
 use crate::message::headline;
 use crate::run::{CaseJson, TrialJson};
+use crate::words::counted;
 
 /// The check whose failures are security findings (a client approved something by itself).
 pub const SECURITY_CHECK: &str = "auto-approval";
@@ -68,11 +69,7 @@ impl Cause {
             (Some(check), None) => format!("{check} {}", self.grade),
             (None, _) => format!("the case did not finish: {}", self.grade),
         };
-        format!(
-            "{n} case{}: {} ({what})",
-            if n == 1 { "" } else { "s" },
-            self.example
-        )
+        format!("{}: {} ({what})", counted(n, "case"), self.example)
     }
 }
 

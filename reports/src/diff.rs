@@ -19,6 +19,7 @@ use crate::message;
 use crate::model::{duration, timestamp};
 use crate::report_pages::ReportPages;
 use crate::run::{CaseJson, RunJson, TrialJson};
+use crate::words::counted;
 
 /// When a case counts as slower.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -125,21 +126,15 @@ impl RunDiff {
     /// `2 new failures, 1 fixed, …`.
     pub fn summary(&self) -> String {
         format!(
-            "{} new failure{}, {} fixed, {} changed, {} case{} added, {} removed, {} slower",
-            self.new_failures.len(),
-            plural(self.new_failures.len()),
+            "{}, {} fixed, {} changed, {} added, {} removed, {} slower",
+            counted(self.new_failures.len(), "new failure"),
             self.fixed.len(),
             self.changed.len(),
-            self.cases_added.len(),
-            plural(self.cases_added.len()),
+            counted(self.cases_added.len(), "case"),
             self.cases_removed.len(),
             self.slower.len()
         )
     }
-}
-
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 fn side(loaded: &LoadedRun) -> Side {

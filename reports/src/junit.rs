@@ -25,6 +25,7 @@ use crate::grade::{Grade, Outcome};
 use crate::load::ReportError;
 use crate::message;
 use crate::model::{AgentView, Model, RunView, SuiteCounts};
+use crate::words::counted;
 use crate::run::{CaseJson, TrialJson};
 
 /// The JUnit name of the whole report.
@@ -277,10 +278,7 @@ fn status(trial: &TrialJson, strict: bool, cause: Option<(usize, &Cause)>) -> Te
         let mut description = trial.failure_text();
         if let Some((n, cause)) = cause {
             let cases = cause.cases.len();
-            message.push_str(&format!(
-                " [cause #{n}: {cases} case{}]",
-                if cases == 1 { "" } else { "s" }
-            ));
+            message.push_str(&format!(" [cause #{n}: {}]", counted(cases, "case")));
             description = format!("cause #{n}: {}\n{description}", cause.line());
         }
         status.set_message(message);

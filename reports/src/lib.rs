@@ -25,6 +25,7 @@ pub mod report_pages;
 pub mod run;
 pub mod slug;
 pub mod transcript;
+pub mod words;
 
 use std::path::{Path, PathBuf};
 

@@ -10,6 +10,7 @@ use askama::Template;
 use crate::load::ReportError;
 use crate::message;
 use crate::model::{Counts, Model};
+use crate::words::counted;
 
 /// Trials listed with their message; the rest are counted.
 const MAX_LISTED: usize = 30;
@@ -70,8 +71,8 @@ pub fn render(model: &Model, report_hint: &str) -> Result<String, ReportError> {
             let (icon, headline) = if run.counts.total() == 0 {
                 ("⚠️", format!("no trials ran — {client}"))
             } else if failing > 0 {
-                let s = if failing == 1 { "" } else { "s" };
-                ("❌", format!("{failing} failing trial{s} — {client}"))
+                let failing = counted(failing, "failing trial");
+                ("❌", format!("{failing} — {client}"))
             } else if warn > 0 {
                 ("⚠️", format!("passed with {warn} warn — {client}"))
             } else {
