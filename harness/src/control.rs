@@ -671,9 +671,13 @@ fn apply_event(st: &mut State, event: Event, index: usize) {
         Event::SessionsListed { seq, .. } => st.listed.push(seq),
         Event::SessionClosed { session, .. } => st.closed.push(session),
         Event::Turn(t) if t.state.is_end() => st.turns_ended += 1,
-        // item, running turns, modes and config values are only recorded: the checks read them
-        // from the transcript.
-        Event::Item(_) | Event::Turn(_) | Event::Mode(_) | Event::ConfigOption(_) => {}
+        // item, running turns, modes, config values and plans are only recorded: the checks read
+        // them from the transcript.
+        Event::Item(_)
+        | Event::Turn(_)
+        | Event::Mode(_)
+        | Event::ConfigOption(_)
+        | Event::Plan(_) => {}
     }
 }
 

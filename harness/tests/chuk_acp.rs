@@ -54,7 +54,10 @@ fn chuk_acp_program_passes_the_suite_with_its_baseline() {
     let observed = results
         .iter()
         .any(|r| real_client::observed(r, "[Stop reason: end_turn]"));
-    assert!(observed, "the observer program reported no turn in the whole suite");
+    assert!(
+        observed,
+        "the observer program reported no turn in the whole suite"
+    );
 }
 
 /// The two findings of clients/README.md, read from one case each, under both observers.

@@ -97,6 +97,8 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("mode-only-from-update", &["session-mode"]),
     ("ignore-mode-update", &["session-mode"]),
     ("retry-without-authenticate", &["authenticate"]),
+    // the plan
+    ("append-plan", &["plan"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

@@ -25,8 +25,8 @@ use crate::grade::{Grade, Outcome};
 use crate::load::ReportError;
 use crate::message;
 use crate::model::{AgentView, Model, RunView, SuiteCounts};
-use crate::words::counted;
 use crate::run::{CaseJson, TrialJson};
+use crate::words::counted;
 
 /// The JUnit name of the whole report.
 const REPORT_NAME: &str = "acp-harness";

@@ -19,6 +19,7 @@ pub mod control;
 pub mod family;
 pub mod modes;
 pub mod note;
+pub mod plan;
 pub mod policy;
 pub mod run_end;
 pub mod split_work;

@@ -221,6 +221,26 @@ fn events() -> Vec<Event> {
         config_id: "model".into(),
         value: "opus".into(),
     }));
+    // the plan
+    out.push(Event::Plan(acp_vocab::plan::PlanShown {
+        session_id: "ses_1".into(),
+        entries: vec![
+            acp_vocab::plan::PlanEntryShown {
+                content: "Add tests".into(),
+                status: "pending".into(),
+                priority: Some("medium".into()),
+            },
+            acp_vocab::plan::PlanEntryShown {
+                content: "Ship".into(),
+                status: "in_progress".into(),
+                priority: None,
+            },
+        ],
+    }));
+    out.push(Event::Plan(acp_vocab::plan::PlanShown {
+        session_id: "ses_1".into(),
+        entries: vec![],
+    }));
     out.push(Event::Error {
         seq: Some(3),
         message: "no such button".into(),

@@ -27,6 +27,7 @@ mod agent;
 mod auth;
 mod fs_calls;
 mod modes;
+mod plan;
 mod sessions;
 
 pub const NAME: &str = "acp-reference-client";
@@ -103,6 +104,8 @@ struct Session {
     history: History,
     /// Its modes and config options, offered and shown (client/modes.rs).
     settings: modes::Settings,
+    /// The plan shown for the session, in display order (client/plan.rs).
+    plan: Vec<acp_vocab::plan::PlanEntryShown>,
 }
 
 pub struct Client {
@@ -309,6 +312,7 @@ impl Client {
             reopen,
             history: History::default(),
             settings: modes::Settings::default(),
+            plan: Vec::new(),
         });
         self.start_agent_for(handle);
     }

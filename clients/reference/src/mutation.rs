@@ -60,6 +60,7 @@
 //! | `mode-only-from-update` | `client/modes.rs`, `on_set_mode_answer` (a success answer) |
 //! | `ignore-mode-update` | `client/modes.rs`, `on_settings_update` (`current_mode_update`) |
 //! | `retry-without-authenticate` | `client/auth.rs`, `on_auth_required` (what follows `auth_required`) |
+//! | `append-plan` | `client/plan.rs`, `on_plan_update` (what a plan update does to the plan shown) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -213,10 +214,14 @@ pub enum Mutant {
     /// An `auth_required` `session/new` is sent again without `authenticate`
     /// (omnigent-ai/omnigent#7282).
     RetryWithoutAuthenticate,
+    // ---- the plan ----
+    /// A plan update's entries are appended to the plan shown instead of replacing it
+    /// (LodyAI/Lody#264 and hardbeat920/monocode#140, both in review).
+    AppendPlan,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 49] = [
+    pub const ALL: [Mutant; 50] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -267,6 +272,8 @@ impl Mutant {
         Mutant::ModeOnlyFromUpdate,
         Mutant::IgnoreModeUpdate,
         Mutant::RetryWithoutAuthenticate,
+        // the plan
+        Mutant::AppendPlan,
     ];
 
     /// The `--mutant` name.
@@ -322,6 +329,8 @@ impl Mutant {
             Mutant::ModeOnlyFromUpdate => "mode-only-from-update",
             Mutant::IgnoreModeUpdate => "ignore-mode-update",
             Mutant::RetryWithoutAuthenticate => "retry-without-authenticate",
+            // the plan
+            Mutant::AppendPlan => "append-plan",
         }
     }
 
@@ -558,6 +567,12 @@ impl Mutant {
                 "omnigent-ai/omnigent#7282: the ACP executor never sent authenticate, and opened \
                  the session again after the agent had answered auth_required"
             }
+            Mutant::AppendPlan => {
+                "LodyAI/Lody#264 (review: a revised plan was added next to the obsolete one, which \
+                 stayed visible) and hardbeat920/monocode#140 (review: plan updates mapped with \
+                 append: true): each plan update's entries are appended to the plan shown, though \
+                 every update is the complete plan"
+            }
         }
     }
 
@@ -615,6 +630,8 @@ impl Mutant {
             | Mutant::ModeOnlyFromUpdate
             | Mutant::IgnoreModeUpdate => &["session-mode"],
             Mutant::RetryWithoutAuthenticate => &["authenticate"],
+            // the plan
+            Mutant::AppendPlan => &["plan"],
         }
     }
 }

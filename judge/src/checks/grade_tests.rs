@@ -49,7 +49,8 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "unknown-messages",
             "session-mode",
             "authenticate",
-            "session-open"
+            "session-open",
+            "plan"
         ]
     );
     for check in all_checks() {
@@ -84,6 +85,7 @@ fn completed_run_grades_each_check() {
             ("session-mode", Grade::NotApplicable),
             ("authenticate", Grade::NotApplicable),
             ("session-open", Grade::NotApplicable),
+            ("plan", Grade::NotApplicable),
         ]
     );
     assert_eq!(

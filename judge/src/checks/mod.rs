@@ -14,6 +14,7 @@ mod fs;
 mod initialize;
 mod jsonrpc;
 mod offered_options;
+mod plan;
 mod schema;
 mod session_cwd;
 mod session_isolation;
@@ -34,6 +35,7 @@ pub use fs::Fs;
 pub use initialize::Initialize;
 pub use jsonrpc::JsonRpc;
 pub use offered_options::OfferedOptions;
+pub use plan::Plan;
 pub use schema::Schema;
 pub use session_cwd::SessionCwd;
 pub use session_isolation::SessionIsolation;
@@ -209,6 +211,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(SessionMode),
         Box::new(Authenticate),
         Box::new(SessionOpen),
+        Box::new(Plan),
     ]
 }
 

@@ -64,6 +64,8 @@ pub enum Event {
     /// The value the client shows for one config option of the session.
     ConfigOption(crate::modes::ConfigOptionShown),
     // ---- end of modes and config options ----
+    /// The plan the client shows for a session (CONTROL.md "The plan").
+    Plan(crate::plan::PlanShown),
     /// The adapter could not do what command `seq` asked; observed (a client without an
     /// adapter): the client showed that it could not open the session it was launched for.
     Error {
@@ -90,6 +92,7 @@ impl Event {
             Event::SessionClosed { .. } => "session_closed",
             Event::Mode(_) => "mode",
             Event::ConfigOption(_) => "config_option",
+            Event::Plan(_) => "plan",
             Event::Error { .. } => "error",
         }
     }
@@ -107,8 +110,8 @@ impl Event {
             | Event::SessionLoaded(_)
             | Event::SessionsListed { .. }
             | Event::SessionClosed { .. } => None,
-            // An adapter's alone: no observer reports modes.
-            Event::Mode(_) | Event::ConfigOption(_) => None,
+            // An adapter's alone: no observer reports modes or plans.
+            Event::Mode(_) | Event::ConfigOption(_) | Event::Plan(_) => None,
         }
     }
 
@@ -126,7 +129,7 @@ impl Event {
             | Event::SessionLoaded(_)
             | Event::SessionsListed { .. }
             | Event::SessionClosed { .. } => return false,
-            Event::Mode(_) | Event::ConfigOption(_) => return false,
+            Event::Mode(_) | Event::ConfigOption(_) | Event::Plan(_) => return false,
         };
         *slot = Some(observed);
         true

@@ -360,7 +360,11 @@ impl Client {
             self.on_settings_update(session_id, &update);
             return;
         }
-        // Message chunks, plans, usage, …: not part of this client's model.
+        if variant == Some("plan") {
+            self.on_plan_update(session_id, &update);
+            return;
+        }
+        // Message chunks, usage, …: not part of this client's model.
         if let Some("tool_call" | "tool_call_update") =
             update.get("sessionUpdate").and_then(Value::as_str)
         {
