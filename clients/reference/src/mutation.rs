@@ -216,7 +216,7 @@ pub enum Mutant {
     RetryWithoutAuthenticate,
     // ---- the plan ----
     /// A plan update's entries are appended to the plan shown instead of replacing it
-    /// (LodyAI/Lody#264 and hardbeat920/monocode#140, both in review).
+    /// (LodyAI/Lody#264, review; hardbeat920/monocode#10).
     AppendPlan,
 }
 
@@ -569,9 +569,9 @@ impl Mutant {
             }
             Mutant::AppendPlan => {
                 "LodyAI/Lody#264 (review: a revised plan was added next to the obsolete one, which \
-                 stayed visible) and hardbeat920/monocode#140 (review: plan updates mapped with \
-                 append: true): each plan update's entries are appended to the plan shown, though \
-                 every update is the complete plan"
+                 stayed visible) and hardbeat920/monocode#10 (every plan snapshot appended as a \
+                 new plan card, several cards for one plan): each plan update's entries are \
+                 appended to the plan shown, though every update is the complete plan"
             }
         }
     }

@@ -7,9 +7,9 @@
 //! plan of every session, an empty one (the agent cleared its todos) as no plan.
 //!
 //! Catches: a plan appended to the one shown before (LodyAI/Lody#264, review: a revised plan added
-//! next to the obsolete one; hardbeat920/monocode#140, review: plan updates mapped with
-//! `append: true`), a plan left standing after the agent cleared it, one session's plan shown in
-//! another.
+//! next to the obsolete one; hardbeat920/monocode#10: each plan snapshot appended as a new plan
+//! card instead of replacing the last), a plan left standing after the agent cleared it, one
+//! session's plan shown in another.
 //!
 //! Reading: the client's events lag the wire, so a shown plan may be any the agent sent at or
 //! before the event (a client may skip a plan that was replaced at once); only the final state is

@@ -21,7 +21,7 @@ impl Client {
         let Some(session) = self.session_by_id_mut(session_id) else {
             return;
         };
-        // MUTANT append-plan (LodyAI/Lody#264, hardbeat920/monocode#140): the new entries are
+        // MUTANT append-plan (LodyAI/Lody#264, hardbeat920/monocode#10): the new entries are
         // added after the ones shown, so the obsolete plan stays on screen.
         if mutant == Some(Mutant::AppendPlan) {
             session.plan.extend(entries);
