@@ -425,6 +425,19 @@ fn without_adapter(check: &dyn Check, model: &WireModel<'_>) -> String {
     }
 }
 
+/// The client's exit as the harness's `client_exited` note words it ("exit code 1", "killed by
+/// SIGKILL"), if the transcript has one.
+pub fn client_exit_status(model: &WireModel<'_>) -> Option<String> {
+    model
+        .notes
+        .iter()
+        .rev()
+        .find_map(|(_, n)| match note_of(n) {
+            Some(acp_vocab::note::Note::ClientExited { status }) => Some(status),
+            _ => None,
+        })
+}
+
 /// True if the client's own model reports control events of this `type`: through its adapter,
 /// or through its profile's observer.
 pub fn reports(case: &CaseRecord, model: &WireModel<'_>, event: &str) -> bool {

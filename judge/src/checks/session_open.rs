@@ -41,11 +41,10 @@
 //! * Needs the control plane, or an observer that reports `error` (one whose rules report `turn`
 //!   does: a failed turn of a launch whose prompt never reached the agent is its `error`).
 
-use super::{Check, Finding, Problems};
+use super::{Check, Finding, Problems, client_exit_status};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{Side, WireModel, WireMsg, note_of};
+use crate::wire_model::{Side, WireModel, WireMsg};
 use acp_vocab::control::Event;
-use acp_vocab::note::Note;
 
 pub struct SessionOpen;
 
@@ -306,15 +305,7 @@ fn exit_words(model: &WireModel<'_>) -> String {
     if !model.observer_reports("error") {
         return String::new();
     }
-    let status = model
-        .notes
-        .iter()
-        .rev()
-        .find_map(|(_, n)| match note_of(n) {
-            Some(Note::ClientExited { status }) => Some(status),
-            _ => None,
-        });
-    status.map_or(String::new(), |s| format!(" (the client's exit: {s})"))
+    client_exit_status(model).map_or(String::new(), |s| format!(" (the client's exit: {s})"))
 }
 
 #[cfg(test)]
@@ -322,6 +313,7 @@ mod tests {
     use super::*;
     use crate::checks::Grade;
     use crate::checks::testkit::{Case, SID, WS, assert_grade, assert_names_its_rule};
+    use acp_vocab::note::Note;
     use serde_json::json;
 
     fn open_command(c: &Case) -> usize {

@@ -22,6 +22,8 @@ pub struct Case {
     pub files_after: BTreeMap<PathBuf, Option<Vec<u8>>>,
     /// Symlinks in the case directory at the end (`CaseRecord::symlinks`).
     pub symlinks: BTreeMap<PathBuf, PathBuf>,
+    /// The client's stderr tail (`CaseRecord::stderr_tail`).
+    pub stderr_tail: String,
     /// Set by [`Case::fault_next`]: the fault and how many more agent frames carry it.
     faulted: Cell<Option<(FaultKind, usize)>>,
 }
@@ -40,6 +42,7 @@ impl Case {
             end: RunEnd::Completed,
             files_after: BTreeMap::new(),
             symlinks: BTreeMap::new(),
+            stderr_tail: "last words".into(),
             faulted: Cell::new(None),
         }
     }
@@ -198,7 +201,7 @@ impl Case {
             files_after: self.files_after.clone(),
             symlinks: self.symlinks.clone(),
             end: self.end.clone(),
-            stderr_tail: "last words".into(),
+            stderr_tail: self.stderr_tail.clone(),
             repro: "acp-harness replay test@1/case".into(),
         }
     }

@@ -16,7 +16,8 @@
 //! Grading (not applicable when the agent sent nothing of the kind):
 //! * an extension request never answered, or answered with an error other than `-32601`: `fail`
 //!   (R180);
-//! * the client died, or closed the agent connection, after the first unknown message: `warn`
+//! * the client died, or closed the agent connection, after the first unknown message, or (a run
+//!   complete on the wire) exited by itself with a failure status, no user cancel in the case: `warn`
 //!   naming that frame and the client's stderr tail (R181 for an update variant, R88 for an
 //!   extension notification, R180 for a request) — the spec words ignoring as a SHOULD;
 //! * with a control plane: a tool call the agent announced after the first unknown message that
@@ -24,7 +25,9 @@
 
 use serde_json::Value;
 
-use super::{Check, Finding, Problems, connection_closed, reports, with_stderr};
+use super::{
+    Check, Finding, Problems, client_exit_status, connection_closed, reports, with_stderr,
+};
 use crate::record::{CaseRecord, RunEnd};
 use crate::surface::is_known_update;
 use crate::wire_model::{MsgKind, Side, WireModel};
@@ -39,6 +42,8 @@ struct Unknown {
     index: usize,
     /// "session/update variant `agent_activity_update`", "extension notification `_x/y`", …
     what: String,
+    /// The variant or the method alone, as a client's error message would name it.
+    name: String,
     /// The rule that tells the client what to do with it.
     rule: u16,
     request: bool,
@@ -98,11 +103,7 @@ impl Check for UnknownMessages {
             }
         }
 
-        if died(case, model) {
-            let end = match &case.end {
-                RunEnd::Crash { reason, .. } => format!("the client died ({reason})"),
-                _ => "the client closed the agent connection".to_owned(),
-            };
+        if let Some(end) = went_away(case, model, &first.name) {
             problems.warn(
                 first.rule,
                 with_stderr(
@@ -148,6 +149,7 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
             out.push(Unknown {
                 index: m.index,
                 what: format!("extension {kind} `{method}`"),
+                name: method.to_owned(),
                 rule: if request { 180 } else { 88 },
                 request,
             });
@@ -156,6 +158,7 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
                 out.push(Unknown {
                     index: m.index,
                     what: format!("session/update of the unknown variant `{variant}`"),
+                    name: variant.to_owned(),
                     rule: 181,
                     request: false,
                 });
@@ -165,10 +168,29 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
     out
 }
 
-/// The run ended with the client gone: it crashed, or it closed the agent connection.
-fn died(case: &CaseRecord, model: &WireModel<'_>) -> bool {
-    matches!(case.end, RunEnd::Crash { .. })
-        || (matches!(case.end, RunEnd::Incomplete { .. }) && connection_closed(model))
+/// How the client went away, if it did: it crashed, or it closed the agent connection; or, on a
+/// run complete on the wire, it exited by itself with a failure status and its stderr names the
+/// unknown message `name`. The last is a one-shot client that died of the message after the
+/// agent's last frame, too late to make the run a crash (yopo 11.0.0 exits 1 with "unknown variant
+/// `agent_activity_update`"). The harness itself only ever kills with SIGKILL, so an exit code is
+/// the client's own; but a one-shot client may exit 1 for reasons of its own (chuk-acp 0.3.2 does
+/// when the agent wrote no text), so the failure must name the message to count as a death of it.
+fn went_away(case: &CaseRecord, model: &WireModel<'_>, name: &str) -> Option<String> {
+    match &case.end {
+        RunEnd::Crash { reason, .. } => Some(format!("the client died ({reason})")),
+        RunEnd::Incomplete { .. } if connection_closed(model) => {
+            Some("the client closed the agent connection".to_owned())
+        }
+        RunEnd::Completed if model.user_cancels().is_empty() => {
+            let status = client_exit_status(model)?;
+            let code: i32 = status.strip_prefix("exit code ")?.parse().ok()?;
+            let named = case.stderr_tail.contains(name);
+            (code != 0 && named).then(|| {
+                format!("the client exited by itself with {status}, its stderr naming `{name}`,")
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Tool calls first announced (by a frame that is not a deliberate fault) after `index`, with
@@ -259,6 +281,50 @@ mod tests {
         assert_eq!(f.rule, Some(181));
         assert!(f.message.contains("agent_activity_update"), "{}", f.message);
         assert!(f.message.contains("last words"), "{}", f.message);
+    }
+
+    /// A one-shot client (no adapter) that dies of the variant after the agent's last frame: the
+    /// run is complete on the wire, and only its own exit status says it died (yopo 11.0.0).
+    #[test]
+    fn a_failure_exit_of_its_own_after_a_complete_run_is_a_death() {
+        let named = "Error: Parse error: unknown variant `agent_activity_update`";
+        for (status, stderr, cancelled, grade) in [
+            ("exit code 1", named, false, Grade::Warn),
+            // A failure of its own (chuk-acp 0.3.2 exits 1 when the agent wrote no text).
+            (
+                "exit code 1",
+                "(No response from agent)",
+                false,
+                Grade::Pass,
+            ),
+            ("exit code 0", named, false, Grade::Pass),
+            ("killed by SIGKILL", named, false, Grade::Pass),
+            ("exit code 130", named, true, Grade::Pass),
+        ] {
+            let mut c = Case::wire_only();
+            c.stderr_tail = stderr.into();
+            c.handshake();
+            c.prompt();
+            with_unknown_update(&c);
+            if cancelled {
+                c.cmd(json!({"type":"cancel","seq":3,"session":"s1"}));
+            }
+            c.prompt_result("end_turn");
+            c.note(acp_vocab::note::Note::ClientExited {
+                status: status.into(),
+            });
+            let f = c.grade(&UnknownMessages);
+            assert_eq!(f.grade, grade, "{status}: {f:?}");
+            if grade == Grade::Warn {
+                assert_eq!(f.rule, Some(181));
+                assert!(
+                    f.message
+                        .starts_with("the client exited by itself with exit code 1, its stderr naming `agent_activity_update`, after the agent's session/update of the unknown variant `agent_activity_update`"),
+                    "{}",
+                    f.message
+                );
+            }
+        }
     }
 
     #[test]
