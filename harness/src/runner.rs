@@ -591,6 +591,7 @@ async fn run_case_inner(
     }
     rec.note(&Note::ClientExited {
         status: exit.describe(),
+        exit_code: exit.code,
     });
     drop(keep_alive);
     if let Some(plane) = control.as_mut() {

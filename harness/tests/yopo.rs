@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::runner::CaseResult;
 use acp_judge::checks::Grade;
+use acp_vocab::note::Note;
 use acp_vocab::run_end::RunEnd;
 use acp_vocab::transcript::Direction;
 use real_client::{grade, run_one};
@@ -84,10 +85,11 @@ fn yopo_passes_the_suite_with_its_baseline() {
         }
         if entry.contains("yopo has no cancel") {
             cancelled += 1;
-            let user_cancel = r.record.transcript.iter().any(|e| {
-                e.direction == Direction::Note
-                    && e.json().and_then(|j| j.get("type")) == Some(&json!("user_cancel"))
-            });
+            let user_cancel = r
+                .record
+                .transcript
+                .iter()
+                .any(|e| matches!(e.note(), Some(Note::UserCancel { .. })));
             assert!(user_cancel, "{id}: the user never cancelled");
             assert!(
                 !client_sent(r, "session/cancel"),

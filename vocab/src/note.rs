@@ -17,10 +17,14 @@ use crate::policy::DeclaredPolicy;
 pub enum Note {
     /// The client process started (`pid` is its process group).
     ClientStarted { argv: Vec<String>, pid: i32 },
-    /// The client process ended (`status` in words: "exit status 0", "signal SIGKILL").
+    /// The client process ended (`status` in words: "exit code 0", "killed by SIGKILL"), and
+    /// the exit code when it exited by itself (none when a signal ended it; older transcripts
+    /// leave it out).
     ClientExited {
         #[serde(default)]
         status: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
     },
     /// What the client promised to approve by itself, from its profile (written at the start
     /// of a case so a transcript alone says it).

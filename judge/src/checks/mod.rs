@@ -425,15 +425,17 @@ fn without_adapter(check: &dyn Check, model: &WireModel<'_>) -> String {
     }
 }
 
-/// The client's exit as the harness's `client_exited` note words it ("exit code 1", "killed by
-/// SIGKILL"), if the transcript has one.
-pub fn client_exit_status(model: &WireModel<'_>) -> Option<String> {
+/// The client's exit from the harness's `client_exited` note, if the transcript has one: in words
+/// ("exit code 1", "killed by SIGKILL"), and its exit code when it exited by itself.
+pub fn client_exit(model: &WireModel<'_>) -> Option<(String, Option<i32>)> {
     model
         .notes
         .iter()
         .rev()
         .find_map(|(_, n)| match note_of(n) {
-            Some(acp_vocab::note::Note::ClientExited { status }) => Some(status),
+            Some(acp_vocab::note::Note::ClientExited { status, exit_code }) => {
+                Some((status, exit_code))
+            }
             _ => None,
         })
 }

@@ -41,7 +41,7 @@
 //! * Needs the control plane, or an observer that reports `error` (one whose rules report `turn`
 //!   does: a failed turn of a launch whose prompt never reached the agent is its `error`).
 
-use super::{Check, Finding, Problems, client_exit_status};
+use super::{Check, Finding, Problems, client_exit};
 use crate::record::{CaseRecord, RunEnd};
 use crate::wire_model::{Side, WireModel, WireMsg};
 use acp_vocab::control::Event;
@@ -305,7 +305,7 @@ fn exit_words(model: &WireModel<'_>) -> String {
     if !model.observer_reports("error") {
         return String::new();
     }
-    client_exit_status(model).map_or(String::new(), |s| format!(" (the client's exit: {s})"))
+    client_exit(model).map_or(String::new(), |(s, _)| format!(" (the client's exit: {s})"))
 }
 
 #[cfg(test)]
@@ -458,6 +458,7 @@ mod tests {
             }
             c.note(Note::ClientExited {
                 status: "exit code 0".into(),
+                exit_code: Some(0),
             });
             let f = c.grade(&SessionOpen);
             assert_grade(

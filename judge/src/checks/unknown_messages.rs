@@ -25,9 +25,7 @@
 
 use serde_json::Value;
 
-use super::{
-    Check, Finding, Problems, client_exit_status, connection_closed, reports, with_stderr,
-};
+use super::{Check, Finding, Problems, client_exit, connection_closed, reports, with_stderr};
 use crate::record::{CaseRecord, RunEnd};
 use crate::surface::is_known_update;
 use crate::wire_model::{MsgKind, Side, WireModel};
@@ -182,8 +180,8 @@ fn went_away(case: &CaseRecord, model: &WireModel<'_>, name: &str) -> Option<Str
             Some("the client closed the agent connection".to_owned())
         }
         RunEnd::Completed if model.user_cancels().is_empty() => {
-            let status = client_exit_status(model)?;
-            let code: i32 = status.strip_prefix("exit code ")?.parse().ok()?;
+            let (status, code) = client_exit(model)?;
+            let code = code?;
             let named = case.stderr_tail.contains(name);
             (code != 0 && named).then(|| {
                 format!("the client exited by itself with {status}, its stderr naming `{name}`,")
@@ -288,18 +286,19 @@ mod tests {
     #[test]
     fn a_failure_exit_of_its_own_after_a_complete_run_is_a_death() {
         let named = "Error: Parse error: unknown variant `agent_activity_update`";
-        for (status, stderr, cancelled, grade) in [
-            ("exit code 1", named, false, Grade::Warn),
+        for (status, exit_code, stderr, cancelled, grade) in [
+            ("exit code 1", Some(1), named, false, Grade::Warn),
             // A failure of its own (chuk-acp 0.3.2 exits 1 when the agent wrote no text).
             (
                 "exit code 1",
+                Some(1),
                 "(No response from agent)",
                 false,
                 Grade::Pass,
             ),
-            ("exit code 0", named, false, Grade::Pass),
-            ("killed by SIGKILL", named, false, Grade::Pass),
-            ("exit code 130", named, true, Grade::Pass),
+            ("exit code 0", Some(0), named, false, Grade::Pass),
+            ("killed by SIGKILL", None, named, false, Grade::Pass),
+            ("exit code 130", Some(130), named, true, Grade::Pass),
         ] {
             let mut c = Case::wire_only();
             c.stderr_tail = stderr.into();
@@ -312,6 +311,7 @@ mod tests {
             c.prompt_result("end_turn");
             c.note(acp_vocab::note::Note::ClientExited {
                 status: status.into(),
+                exit_code,
             });
             let f = c.grade(&UnknownMessages);
             assert_eq!(f.grade, grade, "{status}: {f:?}");
