@@ -23,13 +23,8 @@ impl<'a, C: Connector> Engine<'a, C> {
             StepKind::Handshake => self.handshake(step, timeout).await,
             StepKind::Expect(e) => {
                 let arrived = self.expect(step, e, timeout).await?;
-                match (&e.on_timeout, arrived) {
-                    (Some(steps), false) => {
-                        self.run_steps(steps).await?;
-                        Err(Stop::Ended)
-                    }
-                    _ => Ok(()),
-                }
+                self.unless_timed_out(arrived, e.on_timeout.as_deref())
+                    .await
             }
             StepKind::ReplyTo { alias, reply } => {
                 let Some(msg) = self.client_requests.get(alias).cloned() else {
@@ -62,8 +57,17 @@ impl<'a, C: Connector> Engine<'a, C> {
                 }
                 Ok(())
             }
-            StepKind::Await { alias, bind, cases } => {
-                self.await_answer(step, alias, bind, cases, timeout).await
+            StepKind::Await {
+                alias,
+                bind,
+                cases,
+                on_timeout,
+            } => {
+                let branch = on_timeout.is_some();
+                let answered = self
+                    .await_answer(step, alias, bind, cases, branch, timeout)
+                    .await?;
+                self.unless_timed_out(answered, on_timeout.as_deref()).await
             }
             StepKind::Delay(d) => {
                 tokio::time::sleep(*d).await;
@@ -72,6 +76,18 @@ impl<'a, C: Connector> Engine<'a, C> {
             StepKind::Fault(fault) => self.fault(step, fault, timeout).await,
             StepKind::Crash(signal) => self.crash(step, *signal, timeout).await,
             StepKind::User(u) => self.user(step, u, timeout),
+        }
+    }
+
+    /// After a waiting step: when what it waited for did not come and it has `on_timeout` steps,
+    /// they run and the scenario ends there, complete (the steps after it assume it came).
+    async fn unless_timed_out(&mut self, came: bool, on_timeout: Option<&[Step]>) -> StepResult {
+        match (on_timeout, came) {
+            (Some(steps), false) => {
+                self.run_steps(steps).await?;
+                Err(Stop::Ended)
+            }
+            _ => Ok(()),
         }
     }
 
@@ -125,32 +141,10 @@ impl<'a, C: Connector> Engine<'a, C> {
             }
             matching::capture(&m.json, &e.capture)
         };
-        let (msg, captured) = 'taken: {
-            if e.on_timeout.is_none() {
-                break 'taken self.take(step, timeout, &what, fits).await?;
-            }
-            let answer = match self.take_within(step, timeout, fits).await? {
-                Ok(found) => break 'taken found,
-                Err(WaitError::TimedOut) => {
-                    format!("no {what} within {} ms", timeout.as_millis())
-                }
-                // A client that gives up here (closes the connection, e.g. a one-shot CLI that
-                // exits on auth_required) did not send it either: the branch for "it did not
-                // come" applies, and the checks judge what it did.
-                Err(WaitError::Closed) => {
-                    self.rec.note(&Note::ConnectionClosed {
-                        step: step.label.clone(),
-                    });
-                    format!("the client closed the agent connection instead of sending {what}")
-                }
-            };
-            self.rec.note(&Note::Branch {
-                step: step.label.clone(),
-                request: None,
-                answer,
-                frame: None,
-                case: Some(BranchCase::Named("on_timeout".into())),
-            });
+        let Some((msg, captured)) = self
+            .take_or_branch(step, timeout, &what, None, e.on_timeout.is_some(), fits)
+            .await?
+        else {
             return Ok(false);
         };
         if matching::method(&msg.json) == Some("initialize") {
@@ -166,6 +160,46 @@ impl<'a, C: Connector> Engine<'a, C> {
             self.reply(step, &msg, reply, timeout).await?;
         }
         Ok(true)
+    }
+
+    /// Waits for the message `fits` picks, as [`Self::take`]. With `branch` (the step has
+    /// `on_timeout` steps) a timeout or the connection's end does not stop the run: a branch
+    /// note says which, and `None` tells the caller to run those steps. `request`: the alias of
+    /// the request whose answer an `await` waits for.
+    async fn take_or_branch<T>(
+        &mut self,
+        step: &Step,
+        timeout: Duration,
+        what: &str,
+        request: Option<&str>,
+        branch: bool,
+        fits: impl FnMut(&Msg) -> Option<T>,
+    ) -> Result<Option<(Msg, T)>, Stop> {
+        if !branch {
+            return self.take(step, timeout, what, fits).await.map(Some);
+        }
+        let answer = match self.take_within(step, timeout, fits).await? {
+            Ok(found) => return Ok(Some(found)),
+            Err(WaitError::TimedOut) => format!("no {what} within {} ms", timeout.as_millis()),
+            // A client that gives up here (closes the connection, e.g. a one-shot CLI that
+            // exits on auth_required, or after its turn without answering the agent's request)
+            // did not send it either: the branch for "it did not come" applies, and the checks
+            // judge what it did.
+            Err(WaitError::Closed) => {
+                self.rec.note(&Note::ConnectionClosed {
+                    step: step.label.clone(),
+                });
+                format!("the client closed the agent connection instead of sending {what}")
+            }
+        };
+        self.rec.note(&Note::Branch {
+            step: step.label.clone(),
+            request: request.map(str::to_owned),
+            answer,
+            frame: None,
+            case: Some(BranchCase::Named("on_timeout".into())),
+        });
+        Ok(None)
     }
 
     /// `requires`: every path must be `true` in the client's `clientCapabilities`.
@@ -263,8 +297,9 @@ impl<'a, C: Connector> Engine<'a, C> {
         alias: &str,
         bind: &[(String, String)],
         cases: &[OnCase],
+        branch: bool,
         timeout: Duration,
-    ) -> StepResult {
+    ) -> Result<bool, Stop> {
         let Some(sent) = self.sent.get(alias).cloned() else {
             return Err(self.harness(
                 step,
@@ -273,12 +308,13 @@ impl<'a, C: Connector> Engine<'a, C> {
         };
         let what = format!("answer to request `{alias}` (id {})", sent.id);
         let found = self
-            .take(step, timeout, &what, |m| {
+            .take_or_branch(step, timeout, &what, Some(alias), branch, |m| {
                 (matching::is_response(&m.json) && m.json.get("id") == Some(&sent.id)).then_some(())
             })
             .await;
         let msg = match found {
-            Ok((msg, ())) => msg,
+            Ok(Some((msg, ()))) => msg,
+            Ok(None) => return Ok(false),
             Err(Stop::Incomplete { step: top, reason }) => {
                 return Err(Stop::Incomplete {
                     step: top,
@@ -297,10 +333,10 @@ impl<'a, C: Connector> Engine<'a, C> {
             case: chosen.map(|k| BranchCase::Case(k + 1)),
         });
         self.bind(step, alias, &msg, bind)?;
-        match chosen {
-            Some(k) => self.run_steps(&cases[k].then).await,
-            None => Ok(()),
+        if let Some(k) = chosen {
+            self.run_steps(&cases[k].then).await?;
         }
+        Ok(true)
     }
 
     /// `bind`: set each variable from the answer's `result`. An answer without one of the values

@@ -872,6 +872,73 @@ async fn on_timeout_is_skipped_when_the_message_comes() {
     assert!(notes(&rec, "branch").is_empty());
 }
 
+/// opencode's fire-and-forget `fs/write_text_file`: the turn goes on without the answer, which
+/// the scenario takes at the end if it comes.
+const WRITE_UNAWAITED: &str = r#"
+[[step]]
+handshake = true
+
+[[step]]
+send = '{"jsonrpc":"2.0","id":"${id}","method":"fs/write_text_file","params":{"sessionId":"${sessionId}","path":"/p","content":""}}'
+as = "write"
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"turn_over"}'
+
+[[step]]
+await = "write"
+timeout_ms = 200
+on_timeout = [ { send = '{"jsonrpc":"2.0","method":"gave_up"}' } ]
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"end"}'
+"#;
+
+#[tokio::test]
+async fn await_on_timeout_runs_when_the_answer_never_comes() {
+    let mut run = start(WRITE_UNAWAITED, Opts::default());
+    run.handshake().await;
+    assert_eq!(run.client.recv().await["method"], "fs/write_text_file");
+    assert_eq!(run.client.recv().await["method"], "turn_over");
+    assert_eq!(run.client.recv().await["method"], "gave_up");
+    let (out, _client, rec) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+    assert!(
+        !rec.snapshot()
+            .iter()
+            .any(|e| e.direction == Direction::AgentToClient
+                && e.json().is_some_and(|j| j["method"] == "end")),
+        "steps after an on_timeout branch must not run"
+    );
+    let branch = notes(&rec, "branch");
+    assert_eq!(branch.len(), 1);
+    let note = branch[0].json().unwrap();
+    assert_eq!(note["case"], "on_timeout");
+    assert_eq!(note["request"], "write");
+    assert_eq!(note["step"], "4");
+    assert!(notes(&rec, "step_timeout").is_empty());
+}
+
+#[tokio::test]
+async fn await_on_timeout_is_skipped_when_the_answer_came_earlier() {
+    let mut run = start(WRITE_UNAWAITED, Opts::default());
+    run.handshake().await;
+    let write = run.client.recv().await;
+    run.client
+        .send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":null}}"#,
+            write["id"]
+        ))
+        .await;
+    assert_eq!(run.client.recv().await["method"], "turn_over");
+    assert_eq!(run.client.recv().await["method"], "end");
+    let (out, _client, rec) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+    let branch = notes(&rec, "branch");
+    assert_eq!(branch.len(), 1);
+    assert_eq!(branch[0].json().unwrap()["case"], serde_json::Value::Null);
+}
+
 const BIND: &str = r#"
 [[step]]
 handshake = true

@@ -125,6 +125,10 @@ pub enum StepKind {
         /// before the cases run.
         bind: Vec<(String, String)>,
         cases: Vec<OnCase>,
+        /// `on_timeout`: steps to run when the answer does not come within the step's timeout
+        /// (an agent that does not wait for it: opencode's fire-and-forget fs/write_text_file);
+        /// `None` stops the run.
+        on_timeout: Option<Vec<Step>>,
     },
     Delay(Duration),
     Fault(Fault),
@@ -364,9 +368,14 @@ impl Scenario {
             for step in steps {
                 out.push(step);
                 match &step.kind {
-                    StepKind::Await { cases, .. } => {
+                    StepKind::Await {
+                        cases, on_timeout, ..
+                    } => {
                         for case in cases {
                             walk(&case.then, out);
+                        }
+                        if let Some(steps) = on_timeout {
+                            walk(steps, out)
                         }
                     }
                     StepKind::Expect(expect) => {

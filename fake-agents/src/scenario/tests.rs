@@ -642,7 +642,7 @@ fn recordings_are_relative_json_paths() {
 }
 
 #[test]
-fn on_timeout_takes_nested_steps_on_expect_only() {
+fn on_timeout_takes_nested_steps_on_expect_and_await_only() {
     let s = ok(r#"
 [[step]]
 expect = "session/prompt"
@@ -657,6 +657,21 @@ on_timeout = [ { reply_to = "prompt", result = '{"stopReason":"end_turn"}' } ]
         panic!("expect step")
     };
     let steps = e.on_timeout.as_ref().expect("on_timeout steps");
+    assert_eq!(steps[0].label, "2.0.1");
+    assert_eq!(s.all_steps().len(), 3);
+    let s = ok(r#"
+[[step]]
+send = '{"jsonrpc":"2.0","id":"${id}","method":"fs/write_text_file","params":{"sessionId":"s","path":"/p","content":""}}'
+as = "write"
+
+[[step]]
+await = "write"
+on_timeout = [ { send = '{"jsonrpc":"2.0","method":"gave_up"}' } ]
+"#);
+    let StepKind::Await { on_timeout, .. } = &s.steps[1].kind else {
+        panic!("await step")
+    };
+    let steps = on_timeout.as_ref().expect("on_timeout steps");
     assert_eq!(steps[0].label, "2.0.1");
     assert_eq!(s.all_steps().len(), 3);
     err_at(

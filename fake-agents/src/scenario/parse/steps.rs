@@ -256,6 +256,7 @@ impl Ctx<'_> {
                     alias: alias.get_ref().clone(),
                     bind,
                     cases,
+                    on_timeout: self.on_timeout(r, &label, top)?,
                 }
             }
             "delay_ms" => StepKind::Delay(Duration::from_millis(
@@ -328,12 +329,7 @@ impl Ctx<'_> {
             }
             None => None,
         };
-        let on_timeout = match &r.on_timeout {
-            Some(steps) => {
-                Some(self.steps(steps.get_ref(), Some(&format!("{label}.0")), Some(top))?)
-            }
-            None => None,
-        };
+        let on_timeout = self.on_timeout(r, label, top)?;
         Ok(StepKind::Expect(Box::new(Expect {
             what,
             alias,
@@ -342,6 +338,18 @@ impl Ctx<'_> {
             reply,
             on_timeout,
         })))
+    }
+
+    /// `on_timeout` of an `expect` or `await`: its steps, labelled `N.0.1`, `N.0.2` …
+    fn on_timeout(&mut self, r: &RawStep, label: &str, top: usize) -> R<Option<Vec<Step>>> {
+        match &r.on_timeout {
+            Some(steps) => Ok(Some(self.steps(
+                steps.get_ref(),
+                Some(&format!("{label}.0")),
+                Some(top),
+            )?)),
+            None => Ok(None),
+        }
     }
 
     /// `capture` / `bind`: variable names and the JSON pointers that fill them.
@@ -499,7 +507,7 @@ pub(super) fn allowed_keys(kind: &str) -> &'static [&'static str] {
         ],
         "reply_to" => &["result", "error", "timeout_ms"],
         "send" => &["as", "timeout_ms"],
-        "await" => &["on", "bind", "timeout_ms"],
+        "await" => &["on", "bind", "on_timeout", "timeout_ms"],
         "fault" => &["frame", "at", "line", "signal", "timeout_ms"],
         "user" => &[
             "session",
