@@ -99,6 +99,8 @@ const MUTANTS: &[(&str, &[&str])] = &[
     ("retry-without-authenticate", &["authenticate"]),
     // the plan
     ("append-plan", &["plan"]),
+    // tool call status
+    ("cancel-marks-finished", &["tool-call-status"]),
 ];
 
 /// The reference client under each policy it ships with: with none it asks for everything; with

@@ -97,7 +97,7 @@ fn yopo_passes_the_suite_with_its_baseline() {
             );
         }
     }
-    assert_eq!(unknown_variant, 46, "unknown-variant cases");
+    assert_eq!(unknown_variant, 47, "unknown-variant cases");
     assert_eq!(cancelled, 16, "cancel cases");
     // The observer read turns from yopo's own words.
     assert!(
@@ -189,9 +189,10 @@ fn yopo_keeps_its_known_bugs() {
     assert_eq!(*g, Grade::Fail, "{m}");
 
     // An error object without an id for `$/cancel_request`, when yopo lives long enough to send it
-    // (the agent ends the turn right after): a few tries.
+    // (the agent ends the turn right after). Seen in 5 of 20 replays on a loaded machine, so 40
+    // tries (each a fraction of a second) miss it about once in 10^5 runs.
     let mut seen = false;
-    for _ in 0..10 {
+    for _ in 0..40 {
         let r = run_one(&spec, "regressions@synthetic/cancel-request-permission");
         let (g, m) = grade(&r, "jsonrpc");
         if *g == Grade::Pass {
@@ -203,7 +204,7 @@ fn yopo_keeps_its_known_bugs() {
         seen = true;
         break;
     }
-    assert!(seen, "yopo never answered $/cancel_request in 10 runs");
+    assert!(seen, "yopo never answered $/cancel_request in 40 runs");
 
     // A request with id null is taken for a notification and never answered: the case times out.
     let r = run_one(&spec, "regressions@fuzz/duplicate-labels");

@@ -61,6 +61,7 @@
 //! | `ignore-mode-update` | `client/modes.rs`, `on_settings_update` (`current_mode_update`) |
 //! | `retry-without-authenticate` | `client/auth.rs`, `on_auth_required` (what follows `auth_required`) |
 //! | `append-plan` | `client/plan.rs`, `on_plan_update` (what a plan update does to the plan shown) |
+//! | `cancel-marks-finished` | `timeline.rs`, `cancel_unfinished` (which rows a Stop marks cancelled) |
 
 use std::fmt;
 use std::str::FromStr;
@@ -218,10 +219,14 @@ pub enum Mutant {
     /// A plan update's entries are appended to the plan shown instead of replacing it
     /// (LodyAI/Lody#264, review; hardbeat920/monocode#10).
     AppendPlan,
+    // ---- tool call status ----
+    /// A Stop marks every tool call of the turn `cancelled`, finished ones too
+    /// (zed-industries/zed#30021).
+    CancelMarksFinished,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 50] = [
+    pub const ALL: [Mutant; 51] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -274,6 +279,8 @@ impl Mutant {
         Mutant::RetryWithoutAuthenticate,
         // the plan
         Mutant::AppendPlan,
+        // tool call status
+        Mutant::CancelMarksFinished,
     ];
 
     /// The `--mutant` name.
@@ -331,6 +338,8 @@ impl Mutant {
             Mutant::RetryWithoutAuthenticate => "retry-without-authenticate",
             // the plan
             Mutant::AppendPlan => "append-plan",
+            // tool call status
+            Mutant::CancelMarksFinished => "cancel-marks-finished",
         }
     }
 
@@ -573,6 +582,12 @@ impl Mutant {
                  new plan card, several cards for one plan): each plan update's entries are \
                  appended to the plan shown, though every update is the complete plan"
             }
+            Mutant::CancelMarksFinished => {
+                "zed-industries/zed#30021 (\"tool cancelled\" status overapplied to failed tool \
+                 calls: past failed tool calls displayed as cancelled by the user): a Stop marks \
+                 every tool call of the turn cancelled, the completed and failed ones too, though \
+                 only the unfinished ones are being cancelled"
+            }
         }
     }
 
@@ -632,6 +647,8 @@ impl Mutant {
             Mutant::RetryWithoutAuthenticate => &["authenticate"],
             // the plan
             Mutant::AppendPlan => &["plan"],
+            // tool call status
+            Mutant::CancelMarksFinished => &["tool-call-status"],
         }
     }
 }

@@ -391,10 +391,13 @@ impl Timeline {
     /// `cancelled` (a client-side status: v1 `ToolCallStatus` has none, gotcha G4). Returns the
     /// changed views. Later updates from the agent are still applied (R50).
     pub fn cancel_unfinished(&mut self, session_id: &str, turn: u64) -> Vec<ItemView> {
+        // MUTANT cancel-marks-finished (zed-industries/zed#30021): the finished calls of the
+        // turn are marked cancelled too.
+        let finished_too = self.mutant == Some(Mutant::CancelMarksFinished);
         self.items
             .iter_mut()
             .filter(|item| item.session_id == session_id && item.turn == turn)
-            .filter(|item| !item.is_finished())
+            .filter(|item| finished_too || !item.is_finished())
             .filter_map(|item| {
                 item.local_status = Some("cancelled");
                 item.refresh()

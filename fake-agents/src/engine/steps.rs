@@ -23,8 +23,14 @@ impl<'a, C: Connector> Engine<'a, C> {
             StepKind::Handshake => self.handshake(step, timeout).await,
             StepKind::Expect(e) => {
                 let arrived = self.expect(step, e, timeout).await?;
-                self.unless_timed_out(arrived, e.on_timeout.as_deref())
-                    .await
+                match (&e.on_timeout, arrived) {
+                    // The steps after the expect assume the message came: the scenario ends.
+                    (Some(steps), false) => {
+                        self.run_steps(steps).await?;
+                        Err(Stop::Ended)
+                    }
+                    _ => Ok(()),
+                }
             }
             StepKind::ReplyTo { alias, reply } => {
                 let Some(msg) = self.client_requests.get(alias).cloned() else {
@@ -61,13 +67,12 @@ impl<'a, C: Connector> Engine<'a, C> {
                 alias,
                 bind,
                 cases,
-                on_timeout,
+                go_on,
             } => {
-                let branch = on_timeout.is_some();
-                let answered = self
-                    .await_answer(step, alias, bind, cases, branch, timeout)
-                    .await?;
-                self.unless_timed_out(answered, on_timeout.as_deref()).await
+                // Answered or not (`go_on`), the scenario goes on after it.
+                self.await_answer(step, alias, bind, cases, *go_on, timeout)
+                    .await
+                    .map(|_answered| ())
             }
             StepKind::Delay(d) => {
                 tokio::time::sleep(*d).await;
@@ -76,18 +81,6 @@ impl<'a, C: Connector> Engine<'a, C> {
             StepKind::Fault(fault) => self.fault(step, fault, timeout).await,
             StepKind::Crash(signal) => self.crash(step, *signal, timeout).await,
             StepKind::User(u) => self.user(step, u, timeout),
-        }
-    }
-
-    /// After a waiting step: when what it waited for did not come and it has `on_timeout` steps,
-    /// they run and the scenario ends there, complete (the steps after it assume it came).
-    async fn unless_timed_out(&mut self, came: bool, on_timeout: Option<&[Step]>) -> StepResult {
-        match (on_timeout, came) {
-            (Some(steps), false) => {
-                self.run_steps(steps).await?;
-                Err(Stop::Ended)
-            }
-            _ => Ok(()),
         }
     }
 
@@ -162,10 +155,11 @@ impl<'a, C: Connector> Engine<'a, C> {
         Ok(true)
     }
 
-    /// Waits for the message `fits` picks, as [`Self::take`]. With `branch` (the step has
-    /// `on_timeout` steps) a timeout or the connection's end does not stop the run: a branch
-    /// note says which, and `None` tells the caller to run those steps. `request`: the alias of
-    /// the request whose answer an `await` waits for.
+    /// Waits for the message `fits` picks, as [`Self::take`]. With `branch` (an `expect` with
+    /// `on_timeout` steps, an `await` with `go_on`) a timeout or the connection's end does not
+    /// stop the run: a branch note says which (`on_timeout`, `go_on`), and `None` tells the
+    /// caller to go that way. `request`: the alias of the request whose answer an `await` waits
+    /// for.
     async fn take_or_branch<T>(
         &mut self,
         step: &Step,
@@ -178,6 +172,11 @@ impl<'a, C: Connector> Engine<'a, C> {
         if !branch {
             return self.take(step, timeout, what, fits).await.map(Some);
         }
+        let case = if request.is_some() {
+            "go_on"
+        } else {
+            "on_timeout"
+        };
         let answer = match self.take_within(step, timeout, fits).await? {
             Ok(found) => return Ok(Some(found)),
             Err(WaitError::TimedOut) => format!("no {what} within {} ms", timeout.as_millis()),
@@ -197,7 +196,7 @@ impl<'a, C: Connector> Engine<'a, C> {
             request: request.map(str::to_owned),
             answer,
             frame: None,
-            case: Some(BranchCase::Named("on_timeout".into())),
+            case: Some(BranchCase::Named(case.into())),
         });
         Ok(None)
     }

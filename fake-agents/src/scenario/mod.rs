@@ -125,10 +125,10 @@ pub enum StepKind {
         /// before the cases run.
         bind: Vec<(String, String)>,
         cases: Vec<OnCase>,
-        /// `on_timeout`: steps to run when the answer does not come within the step's timeout
-        /// (an agent that does not wait for it: opencode's fire-and-forget fs/write_text_file);
-        /// `None` stops the run.
-        on_timeout: Option<Vec<Step>>,
+        /// `go_on = true`: when the answer has not come within the step's timeout, the scenario
+        /// goes on without it (an agent that does not wait for it: opencode's fire-and-forget
+        /// fs/write_text_file); otherwise that stops the run.
+        go_on: bool,
     },
     Delay(Duration),
     Fault(Fault),
@@ -368,14 +368,9 @@ impl Scenario {
             for step in steps {
                 out.push(step);
                 match &step.kind {
-                    StepKind::Await {
-                        cases, on_timeout, ..
-                    } => {
+                    StepKind::Await { cases, .. } => {
                         for case in cases {
                             walk(&case.then, out);
-                        }
-                        if let Some(steps) = on_timeout {
-                            walk(steps, out)
                         }
                     }
                     StepKind::Expect(expect) => {

@@ -81,6 +81,8 @@ pub struct RawStep {
     pub error: Option<Box<S>>,
     pub on: Option<Vec<Spanned<RawOn>>>,
     pub on_timeout: Option<Spanned<Vec<Spanned<BoxedStep>>>>,
+    /// `await`: go on without the answer when it has not come in time.
+    pub go_on: Option<Spanned<bool>>,
     pub frame: Option<Box<S>>,
     pub at: Option<Spanned<u64>>,
     pub line: Option<Box<S>>,
@@ -145,6 +147,7 @@ impl RawStep {
             ("error", at(self.error.as_deref())),
             ("on", on.or(self.on.as_ref().map(|_| 0))),
             ("on_timeout", at(self.on_timeout.as_ref())),
+            ("go_on", at(self.go_on.as_ref())),
             ("frame", at(self.frame.as_deref())),
             ("at", at(self.at.as_ref())),
             ("line", at(self.line.as_deref())),

@@ -642,7 +642,7 @@ fn recordings_are_relative_json_paths() {
 }
 
 #[test]
-fn on_timeout_takes_nested_steps_on_expect_and_await_only() {
+fn on_timeout_takes_nested_steps_on_expect_only_and_go_on_is_for_await() {
     let s = ok(r#"
 [[step]]
 expect = "session/prompt"
@@ -666,14 +666,19 @@ as = "write"
 
 [[step]]
 await = "write"
-on_timeout = [ { send = '{"jsonrpc":"2.0","method":"gave_up"}' } ]
+timeout_ms = 1000
+go_on = true
 "#);
-    let StepKind::Await { on_timeout, .. } = &s.steps[1].kind else {
+    let StepKind::Await { go_on, .. } = &s.steps[1].kind else {
         panic!("await step")
     };
-    let steps = on_timeout.as_ref().expect("on_timeout steps");
-    assert_eq!(steps[0].label, "2.0.1");
-    assert_eq!(s.all_steps().len(), 3);
+    assert!(go_on);
+    err_at(
+        "[[step]]\nsend = '{\"jsonrpc\":\"2.0\",\"id\":\"${id}\",\"method\":\"x\"}'\nas = \"r\"\n\n[[step]]\nawait = \"r\"\non_timeout = []\n",
+        "[]",
+        0,
+        "does not belong in a `await` step",
+    );
     err_at(
         "[[step]]\ndelay_ms = 1\non_timeout = []\n",
         "[]",

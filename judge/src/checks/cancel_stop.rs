@@ -41,7 +41,7 @@ use acp_vocab::control::{Command, Event, Turn, TurnState};
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
-use crate::wire_model::{PermissionAnswer, PermissionRequest, Side, UserCancel, WireModel};
+use crate::wire_model::{PermissionAnswer, PermissionRequest, Side, WireModel};
 
 pub struct CancelStop;
 
@@ -65,7 +65,7 @@ impl Check for CancelStop {
         }
         let mut problems = Problems::new();
         let mut unchecked: Vec<&str> = Vec::new();
-        let targets: Vec<Option<&str>> = cancels.iter().map(|c| target_session(model, c)).collect();
+        let targets: Vec<Option<&str>> = cancels.iter().map(|c| model.cancel_target(c)).collect();
         // The next user cancel of the same session bounds the search for this cancel's effects.
         let mut next_same: Vec<usize> = vec![usize::MAX; cancels.len()];
         let mut seen: HashMap<&str, usize> = HashMap::new();
@@ -118,25 +118,6 @@ impl Check for CancelStop {
         }
         problems.finish(&unchecked.join("; "))
     }
-}
-
-fn target_session<'a>(model: &WireModel<'a>, cancel: &UserCancel<'a>) -> Option<&'a str> {
-    if let Some(sid) = cancel.session_id.filter(|s| !s.is_empty()) {
-        return Some(sid);
-    }
-    if cancel.handle.is_some() && cancel.seq.is_some() {
-        return None; // a control command whose handle never opened
-    }
-    // A wire-only note without a session: the session of the last prompt before it.
-    model.msgs[..model.msgs.partition_point(|m| m.index < cancel.index)]
-        .iter()
-        .rev()
-        .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
-        .and_then(|m| m.params_session_id())
-        .or(match model.session_ids.as_slice() {
-            [only] => Some(*only),
-            _ => None,
-        })
 }
 
 const NO_CONTROL_PLANE: &str = "turn state not checked: client has no control-plane adapter";

@@ -50,7 +50,8 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "session-mode",
             "authenticate",
             "session-open",
-            "plan"
+            "plan",
+            "tool-call-status"
         ]
     );
     for check in all_checks() {
@@ -86,6 +87,7 @@ fn completed_run_grades_each_check() {
             ("authenticate", Grade::NotApplicable),
             ("session-open", Grade::NotApplicable),
             ("plan", Grade::NotApplicable),
+            ("tool-call-status", Grade::Pass),
         ]
     );
     assert_eq!(
@@ -333,6 +335,10 @@ fn a_large_transcript_passes_but_its_one_wrong_turn_at_the_end() {
         c.cmd(json!({"type":"choose","seq":10 + turn,"requestId":turn,"optionId":"once"}));
         c.select(json!(turn), "once");
         c.update(json!({"sessionUpdate":"tool_call_update","toolCallId":"c","status":"completed"}));
+        c.ev(
+            json!({"type":"item","sessionId":SID,"toolCallId":"c","itemType":"command",
+            "status":"completed","title":"t"}),
+        );
         c.cmd(json!({"type":"cancel","seq":100_000 + turn,"session":"s1"}));
         c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
         c.a2c(json!({"jsonrpc":"2.0","id":id,"result":{"stopReason":"cancelled"}}));

@@ -25,6 +25,7 @@ mod stable_item_type;
 mod subject_kind;
 mod terminal;
 mod tool_call_row;
+mod tool_call_status;
 mod turn_end;
 mod unknown_messages;
 
@@ -46,6 +47,7 @@ pub use stable_item_type::StableItemType;
 pub use subject_kind::SubjectKind;
 pub use terminal::Terminal;
 pub use tool_call_row::ToolCallRow;
+pub use tool_call_status::ToolCallStatus;
 pub use turn_end::TurnEnd;
 pub use unknown_messages::UnknownMessages;
 
@@ -212,6 +214,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(Authenticate),
         Box::new(SessionOpen),
         Box::new(Plan),
+        Box::new(ToolCallStatus),
     ]
 }
 
@@ -372,6 +375,16 @@ pub fn connection_closed(model: &WireModel<'_>) -> bool {
     model
         .notes
         .iter()
+        .any(|(_, n)| matches!(note_of(n), Some(Note::ConnectionClosed { .. })))
+}
+
+/// True if the client closed an agent connection (engine note `connection_closed`) between
+/// transcript indices `from` and `to`: what the agent wrote after it never reached the client.
+pub fn closed_between(model: &WireModel<'_>, from: usize, to: usize) -> bool {
+    let first = model.notes.partition_point(|(i, _)| *i <= from);
+    model.notes[first..]
+        .iter()
+        .take_while(|(i, _)| *i < to)
         .any(|(_, n)| matches!(note_of(n), Some(Note::ConnectionClosed { .. })))
 }
 

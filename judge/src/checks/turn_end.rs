@@ -41,7 +41,8 @@
 //!   `shutdown` command came too late, and none at all is `fail` on a completed run. On a run that
 //!   did not finish, a missing end proves nothing (the run's end is the verdict).
 //! * A `session/prompt` answered with an error, or with a stop reason ACP v1 does not define, is
-//!   not judged here.
+//!   not judged here; nor is one answered after the client had closed the agent connection
+//!   (engine note `connection_closed`): the client never received that answer.
 //! * Needs the control plane, or a client profile's observer that reports `turn`.
 
 use super::{Check, Finding, Problems};
@@ -101,6 +102,14 @@ impl Check for TurnEnd {
             let Some((response, end)) = end_of(model, prompt) else {
                 continue;
             };
+            // The client had closed the agent connection before the agent answered: it never
+            // got the answer, and the run's end is the verdict (a one-shot CLI that quits on
+            // Ctrl-C without session/cancel is cancel-stop's finding, not a turn shown wrong).
+            if matches!(end, AgentEnd::Stop(_))
+                && super::closed_between(model, prompt.index, response)
+            {
+                continue;
+            }
             // The user's own Stop in the turn, before the agent ended it.
             let user_stopped = cancels[cancels.partition_point(|c| c.index <= prompt.index)..]
                 .iter()
@@ -412,6 +421,37 @@ mod tests {
         turn(&c, "cancelled");
         shutdown(&c);
         assert_eq!(c.grade(&TurnEnd), Finding::pass());
+    }
+
+    /// A one-shot client that quits on the user's Ctrl-C closes the agent connection; the
+    /// answer the agent writes after that never reaches it (ralph-any 0.2.0 under
+    /// codex-acp@0.13/permission-after-stop showed "cancelled" and was held to end_turn).
+    #[test]
+    fn an_answer_written_after_the_client_closed_the_connection_is_not_judged() {
+        let mut c = Case::wire_only();
+        c.handshake();
+        c.prompt();
+        c.note(Note::UserCancel {
+            session_id: SID.into(),
+            by: Some("SIGINT".into()),
+        });
+        c.note(Note::ConnectionClosed { step: "7".into() });
+        c.prompt_result("end_turn");
+        turn(&c, "cancelled");
+        c.end = RunEnd::Incomplete {
+            step: 7,
+            reason: "closed".into(),
+        };
+        assert_eq!(c.grade(&TurnEnd).grade, Grade::NotApplicable);
+        // Written before the close, the answer is judged.
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.prompt_result("end_turn");
+        c.note(Note::ConnectionClosed { step: "7".into() });
+        turn(&c, "cancelled");
+        shutdown(&c);
+        assert_grade(&c.grade(&TurnEnd), Grade::Fail, "Expected \"completed\"");
     }
 
     /// A kill only ends the turns it left unanswered: an answered prompt is judged by its stop

@@ -7,7 +7,7 @@ use acp_vocab::note::Note;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::WireModel;
+use super::{Side, WireModel};
 
 /// A control message with its transcript index. The message itself is the vocabulary's
 /// ([`acp_vocab::control`]), parsed once by the entry ([`Entry::control`]) and borrowed from it.
@@ -116,6 +116,27 @@ impl<'a> WireModel<'a> {
             push_control(c, &mut out);
         }
         out
+    }
+
+    /// The ACP session a user cancel targets: its own, or, for a wire-only note without one, the
+    /// session of the last `session/prompt` before it (the only session if there was none).
+    /// `None` for a control command whose handle never opened a session.
+    pub fn cancel_target(&self, cancel: &UserCancel<'a>) -> Option<&'a str> {
+        if let Some(sid) = cancel.session_id.filter(|s| !s.is_empty()) {
+            return Some(sid);
+        }
+        if cancel.handle.is_some() && cancel.seq.is_some() {
+            return None;
+        }
+        self.msgs[..self.msgs.partition_point(|m| m.index < cancel.index)]
+            .iter()
+            .rev()
+            .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
+            .and_then(|m| m.params_session_id())
+            .or(match self.session_ids.as_slice() {
+                [only] => Some(*only),
+                _ => None,
+            })
     }
 
     /// `item` events per (sessionId, toolCallId): (transcript index, itemType), in order.

@@ -256,7 +256,13 @@ impl Ctx<'_> {
                     alias: alias.get_ref().clone(),
                     bind,
                     cases,
-                    on_timeout: self.on_timeout(r, &label, top)?,
+                    go_on: match &r.go_on {
+                        Some(v) => {
+                            crate::de::expect_true(self.src, v, "go_on")?;
+                            true
+                        }
+                        None => false,
+                    },
                 }
             }
             "delay_ms" => StepKind::Delay(Duration::from_millis(
@@ -329,7 +335,12 @@ impl Ctx<'_> {
             }
             None => None,
         };
-        let on_timeout = self.on_timeout(r, label, top)?;
+        let on_timeout = match &r.on_timeout {
+            Some(steps) => {
+                Some(self.steps(steps.get_ref(), Some(&format!("{label}.0")), Some(top))?)
+            }
+            None => None,
+        };
         Ok(StepKind::Expect(Box::new(Expect {
             what,
             alias,
@@ -338,18 +349,6 @@ impl Ctx<'_> {
             reply,
             on_timeout,
         })))
-    }
-
-    /// `on_timeout` of an `expect` or `await`: its steps, labelled `N.0.1`, `N.0.2` …
-    fn on_timeout(&mut self, r: &RawStep, label: &str, top: usize) -> R<Option<Vec<Step>>> {
-        match &r.on_timeout {
-            Some(steps) => Ok(Some(self.steps(
-                steps.get_ref(),
-                Some(&format!("{label}.0")),
-                Some(top),
-            )?)),
-            None => Ok(None),
-        }
     }
 
     /// `capture` / `bind`: variable names and the JSON pointers that fill them.
@@ -507,7 +506,7 @@ pub(super) fn allowed_keys(kind: &str) -> &'static [&'static str] {
         ],
         "reply_to" => &["result", "error", "timeout_ms"],
         "send" => &["as", "timeout_ms"],
-        "await" => &["on", "bind", "on_timeout", "timeout_ms"],
+        "await" => &["on", "bind", "go_on", "timeout_ms"],
         "fault" => &["frame", "at", "line", "signal", "timeout_ms"],
         "user" => &[
             "session",
