@@ -60,6 +60,9 @@ pub struct EngineConfig {
     /// Standalone mode: a person is the client's user, so no step waits less than
     /// `step_timeout` (a scenario's short `timeout_ms` is meant for automated clients).
     pub standalone: bool,
+    /// Extra time for the client to start the agent: added to every wait until the first agent
+    /// connection is there (a client profile's `startup_ms`: an interpreter's imports).
+    pub startup: Duration,
 }
 
 impl EngineConfig {
@@ -71,6 +74,7 @@ impl EngineConfig {
             step_timeout: Duration::from_secs(5),
             max_frame: wire::DEFAULT_MAX_FRAME,
             standalone: false,
+            startup: Duration::ZERO,
         }
     }
 }

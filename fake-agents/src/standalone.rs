@@ -167,6 +167,8 @@ pub async fn run(opts: Options) -> i32 {
         step_timeout: opts.step_timeout,
         max_frame: DEFAULT_MAX_FRAME,
         standalone: true,
+        // A person starts the client; standalone waits are a step timeout at least anyway.
+        startup: std::time::Duration::ZERO,
     };
     say(&format!(
         "playing {} — {} (cwd {}, outside {}); user steps are printed here as instructions",

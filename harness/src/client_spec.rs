@@ -52,6 +52,9 @@ pub struct WireProfile {
     /// argv that prints the client's version (`{program}` already filled).
     pub version_command: Option<Vec<String>>,
     pub install: Option<Install>,
+    /// `startup_ms`: extra time to start the agent, on top of the step timeout.
+    #[serde(default)]
+    pub startup_ms: u64,
 }
 
 /// A fully resolved client to launch.
@@ -182,6 +185,7 @@ impl ClientSpec {
                 files: file.files,
                 version_command: file.version_command.as_deref().map(fill),
                 install: file.install,
+                startup_ms: file.startup_ms,
             },
         })
     }

@@ -339,6 +339,7 @@ async fn run_case_inner(
         step_timeout: cfg.step_timeout,
         max_frame: cfg.max_frame,
         standalone: false,
+        startup: Duration::from_millis(client.wire.startup_ms),
     };
 
     if client.control == ControlMode::None {

@@ -16,7 +16,6 @@ use std::sync::Mutex;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::runner::CaseResult;
 use acp_judge::checks::Grade;
-use acp_vocab::note::Note;
 use acp_vocab::run_end::RunEnd;
 use acp_vocab::transcript::Direction;
 use real_client::{grade, run_one};
@@ -40,14 +39,6 @@ fn yopo() -> Option<ClientSpec> {
 fn expectation(result: &CaseResult, check: &str) -> Option<String> {
     let (g, message) = grade(result, check);
     (*g == Grade::Expected).then(|| message.lines().next().unwrap_or("").to_owned())
-}
-
-/// True if the client wrote a frame to the agent whose `method` is `method`.
-fn client_sent(result: &CaseResult, method: &str) -> bool {
-    result.record.transcript.iter().any(|e| {
-        e.direction == Direction::ClientToAgent
-            && e.json().and_then(|j| j.get("method")) == Some(&json!(method))
-    })
 }
 
 /// Every failure of the suite is in clients/yopo/baseline.toml and every entry still fails; the
@@ -85,16 +76,7 @@ fn yopo_passes_the_suite_with_its_baseline() {
         }
         if entry.contains("yopo has no cancel") {
             cancelled += 1;
-            let user_cancel = r
-                .record
-                .transcript
-                .iter()
-                .any(|e| matches!(e.note(), Some(Note::UserCancel { .. })));
-            assert!(user_cancel, "{id}: the user never cancelled");
-            assert!(
-                !client_sent(r, "session/cancel"),
-                "{id}: yopo sent session/cancel"
-            );
+            real_client::assert_stop_sent_no_cancel(r, "yopo");
         }
     }
     assert_eq!(unknown_variant, 47, "unknown-variant cases");

@@ -36,15 +36,20 @@ profile = "test-agent@1.0"
 provenance = ["tests"]
 "#;
 
-/// A connector that yields one prepared connection, then never another.
-struct OneConn(Option<AgentConn>);
+/// A connector that yields one prepared connection (after a delay: the client starting), then
+/// never another.
+struct OneConn(Option<AgentConn>, Duration);
 
 impl Connector for OneConn {
     fn accept(&mut self) -> impl Future<Output = std::io::Result<AgentConn>> + Send {
         let conn = self.0.take();
+        let delay = self.1;
         async move {
             match conn {
-                Some(c) => Ok(c),
+                Some(c) => {
+                    tokio::time::sleep(delay).await;
+                    Ok(c)
+                }
                 None => std::future::pending().await,
             }
         }
@@ -138,6 +143,10 @@ struct Opts {
     step_timeout: Duration,
     fail_with: Option<UserFailure>,
     connect: bool,
+    /// How long the client takes to start the agent.
+    connect_after: Duration,
+    /// `EngineConfig::startup`.
+    startup: Duration,
 }
 
 impl Default for Opts {
@@ -147,6 +156,8 @@ impl Default for Opts {
             step_timeout: TEST_WAIT,
             fail_with: None,
             connect: true,
+            connect_after: Duration::ZERO,
+            startup: Duration::ZERO,
         }
     }
 }
@@ -165,7 +176,7 @@ fn start(body: &str, opts: Opts) -> Run {
         writer: Box::new(agent_write),
         pid: None,
     };
-    let mut connector = OneConn(opts.connect.then_some(conn));
+    let mut connector = OneConn(opts.connect.then_some(conn), opts.connect_after);
     let (seen, actions) = mpsc::unbounded_channel();
     let mut user = TestUser {
         seen,
@@ -174,6 +185,7 @@ fn start(body: &str, opts: Opts) -> Run {
     let rec = Recorder::new();
     let mut cfg = EngineConfig::new("/work/case/ws".into(), "/work/case/outside".into());
     cfg.step_timeout = opts.step_timeout;
+    cfg.startup = opts.startup;
     let engine_rec = rec.clone();
     // Spawning proves `run` is Send + 'static-able, as the harness needs.
     let engine =
@@ -498,6 +510,29 @@ timeout_ms = 3600000
     }
 }
 
+/// A client slower to start than a step's timeout (ralph-any imports for about two seconds before
+/// it spawns the agent) gets its profile's startup time on top, for the first connection only.
+#[tokio::test]
+async fn the_startup_time_extends_the_waits_until_the_agent_connection() {
+    let slow = |startup| Opts {
+        step_timeout: Duration::from_millis(100),
+        connect_after: Duration::from_millis(300),
+        startup,
+        ..Opts::default()
+    };
+    let run = start("[[step]]\nhandshake = true\n", slow(Duration::ZERO));
+    let (out, _, _) = run.outcome().await;
+    assert!(
+        matches!(&out.end, RunEnd::Incomplete { reason, .. } if reason.contains("did not start the agent")),
+        "{:?}",
+        out.end
+    );
+    let mut run = start("[[step]]\nhandshake = true\n", slow(Duration::from_secs(5)));
+    run.handshake().await;
+    let (out, _, _) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+}
+
 #[tokio::test]
 async fn a_client_that_never_starts_the_agent_is_incomplete() {
     let run = start(
@@ -529,12 +564,15 @@ async fn missing_required_capability_is_not_applicable() {
     let case = scenario.cases().swap_remove(0);
     let (agent_in, mut client_out) = tokio::io::duplex(4096);
     let (client_in, agent_out) = tokio::io::duplex(4096);
-    let mut connector = OneConn(Some(AgentConn {
-        id: 1,
-        reader: Box::new(agent_in),
-        writer: Box::new(agent_out),
-        pid: None,
-    }));
+    let mut connector = OneConn(
+        Some(AgentConn {
+            id: 1,
+            reader: Box::new(agent_in),
+            writer: Box::new(agent_out),
+            pid: None,
+        }),
+        Duration::ZERO,
+    );
     let (seen, _actions) = mpsc::unbounded_channel();
     let mut user = TestUser {
         seen,

@@ -55,6 +55,11 @@ pub(super) struct ProfileFile {
     pub version_command: Option<Vec<String>>,
     #[serde(default)]
     pub install: Option<Install>,
+    /// How much longer than a step's timeout the client may take to start the agent (a Python
+    /// client's imports before it spawns it): added to each case's waits until the agent
+    /// connection is there.
+    #[serde(default)]
+    pub startup_ms: u64,
 }
 
 fn default_control() -> ControlMode {

@@ -271,3 +271,30 @@ pub fn observed(result: &CaseResult, needle: &str) -> bool {
         e.direction == acp_vocab::transcript::Direction::ObserverToHarness && e.raw.contains(needle)
     })
 }
+
+/// True if the client wrote a frame to the agent whose `method` is `method`.
+pub fn client_sent(result: &CaseResult, method: &str) -> bool {
+    result.record.transcript.iter().any(|e| {
+        e.direction == acp_vocab::transcript::Direction::ClientToAgent
+            && e.json()
+                .and_then(|j| j.get("method"))
+                .and_then(|m| m.as_str())
+                == Some(method)
+    })
+}
+
+/// Asserts what backs a whole-case "no cancel" baseline entry: the user pressed Stop in the case
+/// and the client sent no `session/cancel`.
+pub fn assert_stop_sent_no_cancel(result: &CaseResult, client: &str) {
+    let id = &result.record.meta.case_id;
+    let user_cancel = result
+        .record
+        .transcript
+        .iter()
+        .any(|e| matches!(e.note(), Some(acp_vocab::note::Note::UserCancel { .. })));
+    assert!(user_cancel, "{id}: the user never cancelled");
+    assert!(
+        !client_sent(result, "session/cancel"),
+        "{id}: {client} sent session/cancel"
+    );
+}
