@@ -60,8 +60,9 @@ pub struct EngineConfig {
     /// Standalone mode: a person is the client's user, so no step waits less than
     /// `step_timeout` (a scenario's short `timeout_ms` is meant for automated clients).
     pub standalone: bool,
-    /// Extra time for the client to start the agent: added to every wait until the first agent
-    /// connection is there (a client profile's `startup_ms`: an interpreter's imports).
+    /// Extra time for the client to start the agent: added to every step's timeout until the
+    /// first agent connection is there (a client profile's `startup_ms`: an interpreter's
+    /// imports).
     pub startup: Duration,
 }
 
@@ -418,10 +419,15 @@ impl<'a, C: Connector> Engine<'a, C> {
 
     fn timeout(&self, step: &Step) -> Duration {
         let t = step.timeout.unwrap_or(self.cfg.step_timeout);
-        if self.cfg.standalone {
+        let t = if self.cfg.standalone {
             t.max(self.cfg.step_timeout)
         } else {
             t
+        };
+        // Until the client has started the agent, its startup time comes on top.
+        match self.conn {
+            None => t + self.cfg.startup,
+            Some(_) => t,
         }
     }
 

@@ -77,12 +77,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         timeout: Duration,
         fits: impl FnMut(&Msg) -> Option<T>,
     ) -> Result<Result<(Msg, T), WaitError>, Stop> {
-        // Until the client has started the agent, its startup time comes on top.
-        let startup = match self.conn {
-            None => self.cfg.startup,
-            Some(_) => Duration::ZERO,
-        };
-        let deadline = Instant::now() + timeout + startup;
+        let deadline = Instant::now() + timeout;
         let mailbox = self
             .connection(step, deadline, timeout)
             .await?

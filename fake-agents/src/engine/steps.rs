@@ -69,10 +69,8 @@ impl<'a, C: Connector> Engine<'a, C> {
                 cases,
                 go_on,
             } => {
-                // Answered or not (`go_on`), the scenario goes on after it.
                 self.await_answer(step, alias, bind, cases, *go_on, timeout)
                     .await
-                    .map(|_answered| ())
             }
             StepKind::Delay(d) => {
                 tokio::time::sleep(*d).await;
@@ -134,8 +132,9 @@ impl<'a, C: Connector> Engine<'a, C> {
             }
             matching::capture(&m.json, &e.capture)
         };
+        let branch = e.on_timeout.is_some().then_some("on_timeout");
         let Some((msg, captured)) = self
-            .take_or_branch(step, timeout, &what, None, e.on_timeout.is_some(), fits)
+            .take_or_branch(step, timeout, &what, None, branch, fits)
             .await?
         else {
             return Ok(false);
@@ -155,27 +154,22 @@ impl<'a, C: Connector> Engine<'a, C> {
         Ok(true)
     }
 
-    /// Waits for the message `fits` picks, as [`Self::take`]. With `branch` (an `expect` with
-    /// `on_timeout` steps, an `await` with `go_on`) a timeout or the connection's end does not
-    /// stop the run: a branch note says which (`on_timeout`, `go_on`), and `None` tells the
-    /// caller to go that way. `request`: the alias of the request whose answer an `await` waits
-    /// for.
+    /// Waits for the message `fits` picks, as [`Self::take`]. With a `branch` (`on_timeout`: an
+    /// `expect` with `on_timeout` steps; `go_on`: an `await` with `go_on`) a timeout or the
+    /// connection's end does not stop the run: a branch note names that case, and `None` tells
+    /// the caller to go that way. `request`: the alias of the request whose answer an `await`
+    /// waits for.
     async fn take_or_branch<T>(
         &mut self,
         step: &Step,
         timeout: Duration,
         what: &str,
         request: Option<&str>,
-        branch: bool,
+        branch: Option<&'static str>,
         fits: impl FnMut(&Msg) -> Option<T>,
     ) -> Result<Option<(Msg, T)>, Stop> {
-        if !branch {
+        let Some(case) = branch else {
             return self.take(step, timeout, what, fits).await.map(Some);
-        }
-        let case = if request.is_some() {
-            "go_on"
-        } else {
-            "on_timeout"
         };
         let answer = match self.take_within(step, timeout, fits).await? {
             Ok(found) => return Ok(Some(found)),
@@ -296,9 +290,9 @@ impl<'a, C: Connector> Engine<'a, C> {
         alias: &str,
         bind: &[(String, String)],
         cases: &[OnCase],
-        branch: bool,
+        go_on: bool,
         timeout: Duration,
-    ) -> Result<bool, Stop> {
+    ) -> StepResult {
         let Some(sent) = self.sent.get(alias).cloned() else {
             return Err(self.harness(
                 step,
@@ -307,13 +301,22 @@ impl<'a, C: Connector> Engine<'a, C> {
         };
         let what = format!("answer to request `{alias}` (id {})", sent.id);
         let found = self
-            .take_or_branch(step, timeout, &what, Some(alias), branch, |m| {
-                (matching::is_response(&m.json) && m.json.get("id") == Some(&sent.id)).then_some(())
-            })
+            .take_or_branch(
+                step,
+                timeout,
+                &what,
+                Some(alias),
+                go_on.then_some("go_on"),
+                |m| {
+                    (matching::is_response(&m.json) && m.json.get("id") == Some(&sent.id))
+                        .then_some(())
+                },
+            )
             .await;
         let msg = match found {
             Ok(Some((msg, ()))) => msg,
-            Ok(None) => return Ok(false),
+            // `go_on`: the scenario goes on without the answer.
+            Ok(None) => return Ok(()),
             Err(Stop::Incomplete { step: top, reason }) => {
                 return Err(Stop::Incomplete {
                     step: top,
@@ -332,10 +335,10 @@ impl<'a, C: Connector> Engine<'a, C> {
             case: chosen.map(|k| BranchCase::Case(k + 1)),
         });
         self.bind(step, alias, &msg, bind)?;
-        if let Some(k) = chosen {
-            self.run_steps(&cases[k].then).await?;
+        match chosen {
+            Some(k) => self.run_steps(&cases[k].then).await,
+            None => Ok(()),
         }
-        Ok(true)
     }
 
     /// `bind`: set each variable from the answer's `result`. An answer without one of the values

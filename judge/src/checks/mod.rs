@@ -372,19 +372,16 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
 /// True if the run stopped because the client closed the agent connection (engine note
 /// `connection_closed`), not because a wait ran out.
 pub fn connection_closed(model: &WireModel<'_>) -> bool {
-    model
-        .notes
-        .iter()
-        .any(|(_, n)| matches!(note_of(n), Some(Note::ConnectionClosed { .. })))
+    closed_within(model, 0..usize::MAX)
 }
 
-/// True if the client closed an agent connection (engine note `connection_closed`) between
-/// transcript indices `from` and `to`: what the agent wrote after it never reached the client.
-pub fn closed_between(model: &WireModel<'_>, from: usize, to: usize) -> bool {
-    let first = model.notes.partition_point(|(i, _)| *i <= from);
+/// True if the client closed an agent connection (engine note `connection_closed`) at a
+/// transcript index in `range`: what the agent wrote after it never reached the client.
+pub fn closed_within(model: &WireModel<'_>, range: std::ops::Range<usize>) -> bool {
+    let first = model.notes.partition_point(|(i, _)| *i < range.start);
     model.notes[first..]
         .iter()
-        .take_while(|(i, _)| *i < to)
+        .take_while(|(i, _)| *i < range.end)
         .any(|(_, n)| matches!(note_of(n), Some(Note::ConnectionClosed { .. })))
 }
 

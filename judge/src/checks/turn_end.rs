@@ -106,7 +106,7 @@ impl Check for TurnEnd {
             // got the answer, and the run's end is the verdict (a one-shot CLI that quits on
             // Ctrl-C without session/cancel is cancel-stop's finding, not a turn shown wrong).
             if matches!(end, AgentEnd::Stop(_))
-                && super::closed_between(model, prompt.index, response)
+                && super::closed_within(model, prompt.index..response)
             {
                 continue;
             }
