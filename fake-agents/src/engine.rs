@@ -18,11 +18,14 @@
 //!
 //! Modules: `conn` the agent connection (accepted lazily, an [`AgentLink`]; waits and
 //! writes) · `steps` the wire steps · `owned` the steps of a run that frees them as it goes ·
-//! `user` the background user-action queue.
+//! `user` the background user-action queue · `unmatched` client requests no step takes,
+//! answered as the real agent answers them · `tail` a client that leaves after its turn.
 
 mod conn;
 mod owned;
 mod steps;
+mod tail;
+mod unmatched;
 mod user;
 
 use std::collections::HashMap;
@@ -37,6 +40,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, watch};
 
 use crate::link::AgentLink;
+use crate::machine_time::Deadline;
 use crate::mailbox::Msg;
 use crate::scenario::{Case, Step, StepKind};
 use crate::vars::Vars;
@@ -44,6 +48,7 @@ use crate::wire;
 use acp_vocab::note::Note;
 use acp_vocab::transcript::Recorder;
 use owned::OwnedSteps;
+use unmatched::Expects;
 use user::{Queued, UserProgress, drive_user};
 
 /// How to run a case.
@@ -222,7 +227,9 @@ pub async fn run<C: Connector, U: UserDriver>(
     user: &mut U,
     rec: &Recorder,
 ) -> Outcome {
-    play(case, None, cfg, connector, user, rec).await
+    let expects = Expects::of(&case.scenario.steps);
+    let tail = tail::send_only_tail_from(&case.scenario.steps);
+    play(case, None, (expects, tail), cfg, connector, user, rec).await
 }
 
 /// [`run`], freeing each top-level step once it is played, when `case` holds the only reference
@@ -239,15 +246,19 @@ pub async fn run_freeing_steps<C: Connector, U: UserDriver>(
     user: &mut U,
     rec: &Recorder,
 ) -> Outcome {
+    let expects = Expects::of(&case.scenario.steps);
+    let tail = tail::send_only_tail_from(&case.scenario.steps);
     let owned = Arc::get_mut(&mut case.scenario)
         .map(|scenario| OwnedSteps::new(std::mem::take(&mut scenario.steps)));
-    play(case, owned, cfg, connector, user, rec).await
+    play(case, owned, (expects, tail), cfg, connector, user, rec).await
 }
 
-/// Plays `case`: its own steps, or `owned` (taken out of it) when given.
+/// Plays `case`: its own steps, or `owned` (taken out of it) when given; `expects` are the
+/// `expect` steps of all of them, `tail` where their send-only tail starts.
 async fn play<C: Connector, U: UserDriver>(
     case: &Case,
     owned: Option<OwnedSteps>,
+    (expects, tail): (Expects, Option<usize>),
     cfg: &EngineConfig,
     connector: &mut C,
     user: &mut U,
@@ -273,6 +284,9 @@ async fn play<C: Connector, U: UserDriver>(
         outbox: Vec::new(),
         more_sends: false,
         agent_killed: false,
+        expects,
+        send_only_tail: tail,
+        at_top: 0,
     };
     let result = {
         let steps = engine.run_all(owned);
@@ -286,8 +300,8 @@ async fn play<C: Connector, U: UserDriver>(
     let end = match result {
         Ok(()) => RunEnd::Completed,
         Err(Stop::Incomplete { step, reason }) => RunEnd::Incomplete { step, reason },
-        // `run_all` turns it into a normal end; kept total for the match.
-        Err(Stop::Ended) => RunEnd::Completed,
+        // `run_all` turns them into a normal end; kept total for the match.
+        Err(Stop::Ended | Stop::ClientLeft) => RunEnd::Completed,
         Err(Stop::NotApplicable(reason)) => RunEnd::NotApplicable { reason },
         Err(Stop::Harness(reason)) => RunEnd::HarnessError { reason },
     };
@@ -310,6 +324,9 @@ enum Stop {
     /// An `on_timeout` branch ran: the scenario ends there, complete (the steps after the
     /// `expect` assume its message arrived).
     Ended,
+    /// The client closed the connection after its last prompt was answered, while the scenario
+    /// only had notifications left to write (see `tail`): the run is complete.
+    ClientLeft,
     Incomplete {
         step: usize,
         reason: String,
@@ -355,6 +372,12 @@ struct Engine<'a, C> {
     more_sends: bool,
     /// A `fault = "crash"` step has killed the agent.
     agent_killed: bool,
+    /// What every `expect` step of the scenario takes (see `unmatched`).
+    expects: Expects,
+    /// The first top-level step of the scenario's send-only tail (see `tail`).
+    send_only_tail: Option<usize>,
+    /// The top-level step being played (1-based).
+    at_top: usize,
 }
 
 /// Largest batch of queued `send` frames: past it the batch is written, so a long run of sends
@@ -376,7 +399,7 @@ impl<'a, C: Connector> Engine<'a, C> {
             }
         };
         match played {
-            Ok(()) | Err(Stop::Ended) => self.wait_user_idle().await,
+            Ok(()) | Err(Stop::Ended | Stop::ClientLeft) => self.wait_user_idle().await,
             Err(other) => Err(other),
         }
     }
@@ -405,12 +428,21 @@ impl<'a, C: Connector> Engine<'a, C> {
     /// Runs `step`, whose list goes on with `next`.
     async fn play_step(&mut self, step: &Step, next: Option<&Step>) -> StepResult {
         self.more_sends = matches!(next.map(|next| &next.kind), Some(StepKind::Send { .. }));
+        self.at_top = step.top;
         let result = self.step(step).await;
         if result.is_err() {
             // Frames recorded as sent must reach the client, whatever stopped the run.
             self.flush_outbox().await;
         }
         result
+    }
+
+    /// True if the client is done with the scenario: `step` is in its send-only tail and every
+    /// prompt the client sent has its answer.
+    fn left_after_its_turn(&self, step: &Step) -> bool {
+        let in_tail = self.send_only_tail.is_some_and(|from| step.top >= from);
+        let conn = self.conn.as_ref().map(|link| link.id);
+        in_tail && conn.is_some_and(|conn| tail::every_prompt_answered(self.rec, conn))
     }
 
     fn step_ref(&self, step: &Step) -> String {
@@ -443,26 +475,31 @@ impl<'a, C: Connector> Engine<'a, C> {
     }
 
     /// A wait that ran out: noted in the transcript, then the run stops.
-    fn timed_out(&self, step: &Step, what: &str, timeout: Duration) -> Stop {
+    fn timed_out(&self, step: &Step, what: &str, deadline: &Deadline) -> Stop {
         let reason = format!(
-            "{}: {what} within {} ms",
+            "{}: {what} within {}",
             self.step_ref(step),
-            timeout.as_millis()
+            deadline.elapsed().describe(deadline.budget())
         );
         self.rec.note(&Note::StepTimeout {
             step: Some(step.top),
             label: Some(step.label.clone()),
             reason: Some(reason.clone()),
             waiting_for: None,
+            waited_us: Some(deadline.elapsed().wall.as_micros() as u64),
         });
         self.incomplete(step, reason)
     }
 
     fn closed(&self, step: &Step, what: &str) -> Stop {
-        // Noted so that the grading can tell a run the client abandoned from one that timed out.
+        // Noted so that the grading can tell a run the client abandoned from one that timed out,
+        // and which frames never reached the client.
         self.rec.note(&Note::ConnectionClosed {
             step: step.label.clone(),
         });
+        if self.left_after_its_turn(step) {
+            return Stop::ClientLeft;
+        }
         self.incomplete(
             step,
             format!(

@@ -10,10 +10,11 @@
 //!
 //! Module map: [`wire`] framing · [`template`] `${…}` · [`source`] positions · [`profile`] ·
 //! [`scenario`] · [`vars`] · [`matching`] patterns and answers · [`mailbox`] · [`link`] one
-//! agent connection · [`engine`] · [`relay`] · [`standalone`]; the transcript types are
+//! agent connection · [`machine_time`] how long waits last on a busy machine · [`engine`] · [`relay`] · [`standalone`]; the transcript types are
 //! `acp_vocab::transcript`.
 pub mod engine;
 pub mod link;
+pub mod machine_time;
 pub mod mailbox;
 pub mod matching;
 pub mod profile;

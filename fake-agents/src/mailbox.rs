@@ -6,11 +6,11 @@
 
 use std::sync::Mutex;
 
+use crate::machine_time::Deadline;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 use tokio::sync::Notify;
-use tokio::time::Instant;
 
 /// One client message that parsed as a JSON object.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,7 +92,7 @@ impl Mailbox {
     pub async fn take<T>(
         &self,
         mut fits: impl FnMut(&Msg) -> Option<T>,
-        deadline: Instant,
+        deadline: &Deadline,
     ) -> Result<(Msg, T), WaitError> {
         // Messages before `seen` did not fit on an earlier look and cannot start to fit (only
         // this call's `fits` decides), so each wake-up looks only at new arrivals: a client that
@@ -125,7 +125,7 @@ impl Mailbox {
                     return Err(WaitError::Closed);
                 }
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            if deadline.run(notified).await.is_err() {
                 return Err(WaitError::TimedOut);
             }
         }
@@ -179,11 +179,11 @@ mod tests {
         mb.push(msg(0, r#"{"method":"a","n":1}"#));
         mb.push(msg(1, r#"{"method":"b"}"#));
         mb.push(msg(2, r#"{"method":"a","n":2}"#));
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Deadline::after(Duration::from_secs(5));
         let is = |m: &'static str| move |x: &Msg| (x.json["method"] == m).then_some(());
-        assert_eq!(mb.take(is("b"), deadline).await.unwrap().0.index, 1);
-        assert_eq!(mb.take(is("a"), deadline).await.unwrap().0.index, 0);
-        assert_eq!(mb.take(is("a"), deadline).await.unwrap().0.index, 2);
+        assert_eq!(mb.take(is("b"), &deadline).await.unwrap().0.index, 1);
+        assert_eq!(mb.take(is("a"), &deadline).await.unwrap().0.index, 0);
+        assert_eq!(mb.take(is("a"), &deadline).await.unwrap().0.index, 2);
         assert_eq!(mb.unconsumed().len(), 0);
     }
 
@@ -191,16 +191,16 @@ mod tests {
     async fn waits_for_a_push_and_times_out() {
         let mb = Arc::new(Mailbox::new());
         let any = |_: &Msg| Some(());
-        let deadline = Instant::now() + Duration::from_millis(50);
+        let deadline = Deadline::after(Duration::from_millis(50));
         assert_eq!(
-            mb.take(any, deadline).await.unwrap_err(),
+            mb.take(any, &deadline).await.unwrap_err(),
             WaitError::TimedOut
         );
 
         let waiter = {
             let mb = mb.clone();
             tokio::spawn(async move {
-                mb.take(any, Instant::now() + Duration::from_secs(60))
+                mb.take(any, &Deadline::after(Duration::from_secs(60)))
                     .await
                     .map(|(m, _)| m.index)
             })
@@ -216,7 +216,7 @@ mod tests {
         let waiter = {
             let mb = mb.clone();
             tokio::spawn(async move {
-                mb.take(|_| Some(()), Instant::now() + Duration::from_secs(3600))
+                mb.take(|_| Some(()), &Deadline::after(Duration::from_secs(3600)))
                     .await
                     .map(|_| ())
             })
@@ -234,7 +234,7 @@ mod tests {
         let waiter = {
             let mb = mb.clone();
             tokio::spawn(async move {
-                mb.take(is_new, Instant::now() + Duration::from_secs(60))
+                mb.take(is_new, &Deadline::after(Duration::from_secs(60)))
                     .await
                     .map(|(m, _)| m.index)
             })

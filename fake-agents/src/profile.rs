@@ -37,12 +37,15 @@ macro_rules! embedded {
 pub const EMBEDDED: &[(&str, &str)] = embedded![
     "claude-agent-acp@0.25",
     "claude-agent-acp@0.85",
+    "claude-agent-acp@0.101",
     "codex-acp@0.13",
     "codex-acp@1.6",
+    "codex-acp@2.6",
     "opencode@1.15",
     "opencode@1.18",
     "qwen-code@0.14",
     "qwen-code@0.21",
+    "qwen-code@0.24",
 ];
 
 /// Display folder of embedded profiles in error messages.
@@ -59,6 +62,14 @@ pub struct Profile {
     pub vars: Vec<(String, String)>,
     /// JSON values usable as `"${profile.NAME}"`, in file order (they may contain templates).
     pub frames: Vec<(String, Value)>,
+    /// `[errors]`: the JSON-RPC error object the real agent answers a client request of that
+    /// method with when the request is not one a scenario step takes (an `authenticate` with a
+    /// method id the agent refuses). Plain JSON, no templates.
+    pub errors: Vec<(String, Value)>,
+    /// `[results]`: the result the real agent answers a client request of that method with when
+    /// no scenario step takes it: a method it implements and advertises (opencode 1.18's
+    /// `session/list`). JSON whose templates are filled with the case's variables.
+    pub results: Vec<(String, Value)>,
     /// Where it was read from (for messages).
     pub file: String,
 }
@@ -71,6 +82,22 @@ impl Profile {
 
     pub fn frame(&self, name: &str) -> Option<&Value> {
         self.frames.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+
+    /// The `[results]` entry for `method`.
+    pub fn result_for(&self, method: &str) -> Option<&Value> {
+        self.results
+            .iter()
+            .find(|(n, _)| n == method)
+            .map(|(_, v)| v)
+    }
+
+    /// The `[errors]` entry for `method`.
+    pub fn error_for(&self, method: &str) -> Option<&Value> {
+        self.errors
+            .iter()
+            .find(|(n, _)| n == method)
+            .map(|(_, v)| v)
     }
 
     pub fn var(&self, name: &str) -> Option<&str> {
@@ -173,6 +200,40 @@ impl Profile {
             ));
         }
 
+        let mut errors = Vec::new();
+        for (method, text) in &raw.errors.0 {
+            let value = src.json(text, &format!("error for `{method}`"))?;
+            src.check_json_vars(text, &value, |u| {
+                Err(format!(
+                    "`${{{}}}`: an [errors] entry is plain JSON (no templates)",
+                    u.name
+                ))
+            })?;
+            let code_ok = value.get("code").is_some_and(|c| c.is_i64());
+            let message_ok = value.get("message").is_some_and(Value::is_string);
+            if !value.is_object() || !code_ok || !message_ok {
+                return Err(src.err(
+                    text.span().start,
+                    format!(
+                        "the error for `{method}` must be a JSON-RPC error object with an integer `code` and a string `message`"
+                    ),
+                ));
+            }
+            errors.push((method.clone(), value));
+        }
+        let mut results = Vec::new();
+        for (method, text) in &raw.results.0 {
+            // Templates (`${sessionId}`, `${cwd}`) are filled when the request is answered.
+            let value = src.json(text, &format!("result for `{method}`"))?;
+            if errors.iter().any(|(m, _)| m == method) {
+                return Err(src.err(
+                    text.span().start,
+                    format!("`{method}` has both an [errors] and a [results] entry"),
+                ));
+            }
+            results.push((method.clone(), value));
+        }
+
         Ok(Profile {
             agent: meta.agent.get_ref().clone(),
             version: meta.version.get_ref().clone(),
@@ -180,6 +241,8 @@ impl Profile {
             sources: meta.sources.clone(),
             vars,
             frames: frames.into_iter().map(|(n, v, _)| (n, v)).collect(),
+            errors,
+            results,
             file: file.to_owned(),
         })
     }
@@ -223,6 +286,10 @@ struct RawFile {
     vars: Ordered<Spanned<String>>,
     #[serde(default)]
     frames: Ordered<Spanned<String>>,
+    #[serde(default)]
+    errors: Ordered<Spanned<String>>,
+    #[serde(default)]
+    results: Ordered<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -387,5 +454,31 @@ mod tests {
             "{HEAD}[frames]\ninitialize = '\"${{profile.session_new}}\"'\nsession_new = '[\"${{profile.initialize}}\"]'\n"
         ));
         assert!(e.contains("refers to itself"), "{e}");
+        // An [errors] entry that is not a JSON-RPC error object, or uses a template.
+        let frames = "[frames]\ninitialize = '{}'\nsession_new = '{}'\n";
+        let e = err(&format!(
+            "{HEAD}{frames}[errors]\nauthenticate = '{{\"code\":\"x\",\"message\":\"m\"}}'\n"
+        ));
+        assert!(
+            e.starts_with("p/x@1.toml:10:") && e.contains("integer `code`"),
+            "{e}"
+        );
+        let e = err(&format!(
+            "{HEAD}{frames}[errors]\nauthenticate = '{{\"code\":1,\"message\":\"${{sessionId}}\"}}'\n"
+        ));
+        assert!(e.contains("plain JSON (no templates)"), "{e}");
+    }
+
+    #[test]
+    fn errors_are_read_per_method() {
+        let p = Profile::parse(
+            "p/x@1.toml",
+            &format!(
+                "{HEAD}[frames]\ninitialize = '{{}}'\nsession_new = '{{}}'\n[errors]\nauthenticate = '{{\"code\":-32602,\"message\":\"Invalid params\"}}'\n"
+            ),
+        )
+        .unwrap();
+        assert_eq!(p.error_for("authenticate").unwrap()["code"], -32602);
+        assert!(p.error_for("session/new").is_none());
     }
 }

@@ -319,7 +319,7 @@ impl Baseline {
     ) -> Baseline {
         let mut entries = BTreeMap::new();
         for (case_id, t) in trials {
-            let fails = crate::output::is_failing(t.grade, strict) && t.grade != Grade::Error;
+            let fails = t.grade.is_failing(strict) && t.grade != Grade::Error;
             if !fails {
                 continue;
             }
@@ -390,10 +390,21 @@ fn case_trials(results: &[CaseResult]) -> impl Iterator<Item = (&str, &Trial)> {
 
 /// True if the entry has no `message`, or the failure starts with it. Transcript indices
 /// (`#12`) are not compared: they shift whenever a scenario or the client's timing changes.
+/// A trial with several findings lists them as `- [fail] …` lines, the failing one first; the
+/// marker is not part of what a baseline quotes.
 fn matches_message(entry: &Entry, message: &str) -> bool {
     entry.message.as_deref().is_none_or(|prefix| {
-        without_indices(message.trim_start()).starts_with(&without_indices(prefix.trim()))
+        without_indices(without_finding_marker(message.trim_start()))
+            .starts_with(&without_indices(without_finding_marker(prefix.trim())))
     })
+}
+
+/// `- [fail] text` → `text`; any other message unchanged.
+fn without_finding_marker(message: &str) -> &str {
+    message
+        .strip_prefix("- [")
+        .and_then(|rest| rest.split_once("] "))
+        .map_or(message, |(_, text)| text)
 }
 
 /// `#` followed by digits → `#`.
@@ -622,6 +633,25 @@ message = "file missing"
         let mut t = trial("fs", Grade::Fail, "approval #12 for request #9 hides read");
         b.apply_trial("a@1/x", &mut t);
         assert_eq!(t.grade, Grade::Fail);
+        // Several findings: the failing one comes first, behind its `- [fail] ` marker.
+        let mut t = trial(
+            "fs",
+            Grade::Fail,
+            "- [fail] approval #12 for request #9 shows read\n- [warn] answered cancelled",
+        );
+        b.apply_trial("a@1/x", &mut t);
+        assert_eq!(t.grade, Grade::Expected);
+        // An entry written with the marker matches a trial with one finding or several.
+        let b =
+            baseline("[expected.\"fs\"]\nreason = \"r\"\nmessage = \"- [fail] approval #1 for\"\n");
+        for message in [
+            "approval #3 for request #2 shows read",
+            "- [fail] approval #3 for request #2 shows read\n- [fail] approval #5 for",
+        ] {
+            let mut t = trial("fs", Grade::Fail, message);
+            b.apply_trial("a@1/x", &mut t);
+            assert_eq!(t.grade, Grade::Expected, "{message}");
+        }
     }
 
     fn result(case_id: &str, trials: Vec<Trial>) -> CaseResult {

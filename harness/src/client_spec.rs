@@ -8,6 +8,7 @@
 
 mod extends;
 mod files;
+pub mod install;
 pub mod observer;
 mod profile;
 
@@ -20,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 pub use files::write_files;
 pub use observer::ObserverSpec;
-pub use profile::{Cancel, ChooseInput, Install, Policy};
+pub use profile::{Cancel, ChooseBy, ChooseInput, Install, Policy, Reachable, Tui};
 
 use acp_judge::policy::{DeclaredPolicy, PolicySource};
 
@@ -55,6 +56,13 @@ pub struct WireProfile {
     /// `startup_ms`: extra time to start the agent, on top of the step timeout.
     #[serde(default)]
     pub startup_ms: u64,
+    /// `workdir`: the client's working directory template (`{cwd}`, `{home}`); `None`: the
+    /// case's client directory.
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// `[tui]`: a full-screen client on a terminal of its own, observed through its screen.
+    #[serde(default)]
+    pub tui: Option<Tui>,
 }
 
 /// A fully resolved client to launch.
@@ -172,7 +180,7 @@ impl ClientSpec {
             source: path.display().to_string(),
             wire: WireProfile {
                 about: file.about,
-                tty: file.tty,
+                tty: file.tty || file.tui.is_some(),
                 policy: file.policy,
                 cancel,
                 choose: file.choose,
@@ -186,6 +194,8 @@ impl ClientSpec {
                 version_command: file.version_command.as_deref().map(fill),
                 install: file.install,
                 startup_ms: file.startup_ms,
+                workdir: file.workdir,
+                tui: file.tui,
             },
         })
     }
@@ -274,10 +284,19 @@ impl ClientSpec {
         out
     }
 
+    /// The working directory the profile asks for (`workdir`), filled; `None`: the default.
+    pub fn expand_workdir(&self, x: &Expansion<'_>) -> Option<PathBuf> {
+        self.wire
+            .workdir
+            .as_deref()
+            .map(|w| PathBuf::from(fill(w, x)))
+    }
+
     /// The environment the profile adds, with `{cwd}` and `{home}` filled.
     pub fn expand_env(&self, x: &Expansion<'_>) -> Vec<(String, String)> {
         self.env
             .iter()
+            .chain(self.wire.tui.iter().flat_map(|t| t.env.iter()))
             .map(|(k, v)| (k.clone(), fill(v, x)))
             .collect()
     }
@@ -502,6 +521,91 @@ message = "exited with {code}"
             spec.expand_env(&x),
             [("HOME".to_string(), "/t/home".to_string())]
         );
+        assert_eq!(spec.expand_workdir(&x), None);
+        let (_dir, path) = write_profile(
+            &WIRE_ONLY.replace("name = \"cli\"", "name = \"cli\"\nworkdir = \"{cwd}\""),
+        );
+        let spec = ClientSpec::from_profile(&path).unwrap();
+        assert_eq!(spec.expand_workdir(&x), Some(x.cwd.to_path_buf()));
+    }
+
+    const TUI: &str = r#"
+name = "tui"
+program = "./tui"
+argv = ["{program}"]
+control = "none"
+[tui]
+rows = 20
+cols = 60
+quit = "<C-c>"
+prompt = "{prompt}<Enter>"
+ready = "> $"
+env = { TERM = "xterm" }
+[observer]
+[[observer.rule]]
+on = "screen"
+region = { row = 19, col = 0, rows = 1, cols = 60 }
+match = 'Done'
+event = "turn"
+state = "completed"
+"#;
+
+    /// A full-screen client: typed prompt instead of `{prompt}` in argv, its own terminal, keys
+    /// checked, screen rules on its screen; mistakes name the file and the key.
+    #[test]
+    fn a_tui_profile_reads_and_its_mistakes_name_the_key() {
+        let (_dir, path) = write_profile(TUI);
+        let spec = ClientSpec::from_profile(&path).unwrap();
+        let tui = spec.wire.tui.as_ref().unwrap();
+        assert_eq!((tui.rows, tui.cols, tui.settle_ms), (20, 60, 150));
+        assert!(spec.wire.tty);
+        let agent = ["fa".to_string()];
+        let env = spec.expand_env(&expansion(&agent));
+        assert!(
+            env.contains(&("TERM".to_string(), "xterm".to_string())),
+            "{env:?}"
+        );
+        for (bad, says) in [
+            (
+                TUI.replace("row = 19", "row = 20"),
+                "`region`: rows 20..21 × columns 0..60 lie outside the 20×60 screen",
+            ),
+            (
+                TUI.replace("quit = \"<C-c>\"", "quit = \"<Ctrl-c>\""),
+                "[tui] quit: \"<Ctrl-c>\": unknown key <Ctrl-c>",
+            ),
+            (
+                TUI.replace("prompt = \"{prompt}<Enter>\"\n", ""),
+                "{prompt}",
+            ),
+            (
+                TUI.replace("control = \"none\"\n", ""),
+                "control = \"none\"",
+            ),
+            (TUI.replace("[tui]\n", "[tui]\nbogus = 1\n"), "bogus"),
+            // By position: by its number or by pressing `next`, one of the two.
+            (
+                format!("{TUI}[[choose]]\nby = \"position\"\ninput = \"<Enter>\"\n"),
+                "either by its number (`{n}` in `input`) or by pressing `next`",
+            ),
+            (
+                format!(
+                    "{TUI}[[choose]]\nby = \"position\"\ninput = \"{{n}}\"\nnext = \"<Tab>\"\n"
+                ),
+                "either by its number (`{n}` in `input`) or by pressing `next`",
+            ),
+            (
+                format!(
+                    "{TUI}[[choose]]\nselects = [\"allow_once\"]\ninput = \"y\"\nnext = \"<Tab>\"\n"
+                ),
+                "`next` is for `by = \"label\"` and `by = \"position\"`",
+            ),
+        ] {
+            let (_dir, path) = write_profile(&bad);
+            let err = format!("{:#}", ClientSpec::from_profile(&path).unwrap_err());
+            assert!(err.contains(says), "{says}: {err}");
+            assert!(err.contains("client.toml"), "{err}");
+        }
     }
 
     #[test]
@@ -581,6 +685,14 @@ message = "exited with {code}"
             (
                 WIRE_ONLY.replace("name = \"cli\"", "name = \"cli\"\nbogus = 1"),
                 "bogus",
+            ),
+            (
+                WIRE_ONLY.replace("name = \"cli\"", "name = \"cli\"\nworkdir = \"/tmp\""),
+                "workdir = \"/tmp\": expected \"{cwd}\"",
+            ),
+            (
+                WIRE_ONLY.replace("name = \"cli\"", "name = \"cli\"\nworkdir = \"{cwd}/../x\""),
+                "workdir = \"{cwd}/../x\"",
             ),
             (
                 WIRE_ONLY.replace("control = \"none\"", ""),
@@ -686,6 +798,8 @@ message = "exited with {code}"
     #[test]
     fn choose_input_selects_by_kind_order() {
         let input = ChooseInput {
+            by: ChooseBy::Kind,
+            next: None,
             input: "y\r".into(),
             selects: vec!["allow_once".into(), "allow_always".into()],
         };
@@ -697,6 +811,49 @@ message = "exited with {code}"
         let only_always = serde_json::json!([{"optionId":"a","kind":"allow_always"}]);
         assert_eq!(input.selected(&only_always), Some("a"));
         assert_eq!(input.selected(&serde_json::json!([])), None);
+    }
+
+    /// By position or by label every offered option (of the kinds listed) is reachable: the
+    /// second option of one kind too.
+    #[test]
+    fn choose_input_reaches_every_option_by_position_or_label() {
+        let offered = serde_json::json!([
+            {"optionId":"once","kind":"allow_once","name":"Allow"},
+            {"optionId":"session","kind":"allow_once","name":"Allow for this session"},
+            {"optionId":"no","kind":"reject_once","name":"Reject"},
+        ]);
+        let number = ChooseInput {
+            by: ChooseBy::Position,
+            next: None,
+            input: "{n}<Enter>".into(),
+            selects: Vec::new(),
+        };
+        let all = number.reachable(&offered);
+        assert_eq!(all.len(), 3);
+        assert_eq!((all[1].id, all[1].keys.as_str()), ("session", "2<Enter>"));
+        assert_eq!(all[1].label, "2 Allow for this session");
+        let label = ChooseInput {
+            by: ChooseBy::Label,
+            input: "<Enter>".into(),
+            next: Some("<Down>".into()),
+            selects: vec!["allow_once".into()],
+        };
+        let allows = label.reachable(&offered);
+        let ids: Vec<&str> = allows.iter().map(|r| r.id).collect();
+        assert_eq!(ids, ["once", "session"]);
+        assert_eq!(allows[1].label, "Allow for this session");
+        assert_eq!(label.selected(&offered), Some("once"));
+        // Buttons without numbers, the first focused: Tab to the option, then Enter.
+        let moved = ChooseInput {
+            by: ChooseBy::Position,
+            input: "<Enter>".into(),
+            next: Some("<Tab>".into()),
+            selects: Vec::new(),
+        };
+        let reached = moved.reachable(&offered);
+        let keys: Vec<&str> = reached.iter().map(|r| r.keys.as_str()).collect();
+        assert_eq!(keys, ["<Enter>", "<Tab><Enter>", "<Tab><Tab><Enter>"]);
+        assert_eq!(reached[2].label, "Reject");
     }
 
     #[test]

@@ -9,11 +9,13 @@ use acp_fake_agents::engine::{UserAction, UserDriver, UserFailure};
 use acp_fake_agents::wire::{Frame, FrameReader};
 use acp_vocab::control::{ApprovalResolved, ClientInfo, Command, Event, Hello, ResolvedBy};
 use acp_vocab::note::Note;
-use acp_vocab::transcript::Recorder;
+use acp_vocab::transcript::{Direction, Entry, Recorder};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Notify;
+
+use acp_fake_agents::machine_time::{self, Deadline};
 
 /// The published control protocol schema.
 pub const CONTROL_SCHEMA: &str = include_str!("../control-v1.schema.json");
@@ -64,6 +66,26 @@ struct State {
     eof: bool,
 }
 
+/// How often a wait that also reads the wire ([`ControlPlane::card`]) looks at it again.
+const WIRE_POLL: Duration = Duration::from_millis(50);
+
+/// Whether the user gets a card to click for an agent request.
+enum Card {
+    Shown,
+    /// The client answered without one; why, for the note that skips the click.
+    NotShown(String),
+}
+
+/// A client → agent response (result or error) to agent request `request_id`.
+fn is_answer_to(entry: &Entry, request_id: &Value) -> bool {
+    entry.direction == Direction::ClientToAgent
+        && entry.json().is_some_and(|j| {
+            j.get("method").is_none()
+                && (j.get("result").is_some() || j.get("error").is_some())
+                && j.get("id") == Some(request_id)
+        })
+}
+
 /// The harness's end of the control plane.
 pub struct ControlPlane {
     state: Arc<Mutex<State>>,
@@ -107,9 +129,21 @@ impl ControlPlane {
         &self,
         timeout: Duration,
         what: &str,
+        ready: impl FnMut(&State) -> Option<T>,
+    ) -> Result<T, String> {
+        self.wait_polling(timeout, what, None, ready).await
+    }
+
+    /// [`wait_for`](Self::wait_for), with `ready` also asked every `poll` when it reads
+    /// something besides the adapter's events (which wake the wait themselves).
+    async fn wait_polling<T>(
+        &self,
+        timeout: Duration,
+        what: &str,
+        poll: Option<Duration>,
         mut ready: impl FnMut(&State) -> Option<T>,
     ) -> Result<T, String> {
-        let deadline = tokio::time::Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         loop {
             let notified = self.changed.notified();
             {
@@ -126,10 +160,18 @@ impl ControlPlane {
                     ));
                 }
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            let woken = async {
+                match poll {
+                    Some(poll) => {
+                        let _ = tokio::time::timeout(poll, notified).await;
+                    }
+                    None => notified.await,
+                }
+            };
+            if let Err(waited) = deadline.run(woken).await {
                 return Err(format!(
-                    "the client reported no {what} within {} ms",
-                    timeout.as_millis()
+                    "the client reported no {what} within {}",
+                    waited.describe(timeout)
                 ));
             }
         }
@@ -254,7 +296,7 @@ impl ControlPlane {
             stdin.flush().await
         };
         // A client that stops reading its stdin must not hang the harness.
-        let result = match tokio::time::timeout(limit, write).await {
+        let result = match machine_time::timeout(limit, write).await {
             Ok(Ok(())) => Ok(seq),
             Ok(Err(e)) => Err(format!("could not write to the adapter's stdin: {e}")),
             Err(_) => Err(format!(
@@ -327,6 +369,38 @@ impl ControlPlane {
             .resolved
             .iter()
             .any(|r| &r.request_id == request_id && r.by == Some(ResolvedBy::Policy))
+    }
+
+    /// Waits until the approval card of agent request `request_id` is shown, or the client
+    /// answered that request without one: by its policy (`approval_resolved` by policy), or
+    /// straight on the wire (an error for a request it refused to show, a bare answer). The wire
+    /// is not the control plane's to watch, so it is re-read every [`WIRE_POLL`]: a refusal
+    /// ends the wait there, not a step timeout later.
+    async fn card(&self, request_id: &Value, timeout: Duration) -> Result<Card, String> {
+        let what = format!("approval for request {request_id}");
+        let mut wire_from = 0;
+        self.wait_polling(timeout, &what, Some(WIRE_POLL), |s| {
+            if Self::approval_shown(s, request_id) {
+                return Some(Card::Shown);
+            }
+            if Self::decided_by_client(s, request_id) {
+                return Some(Card::NotShown(
+                    "the client answered this request by itself (approval_resolved by policy) and showed no card".into(),
+                ));
+            }
+            let mut answered = None;
+            wire_from = self.rec.visit_from(wire_from, |e| {
+                if answered.is_none() && is_answer_to(e, request_id) {
+                    answered = Some(e.index);
+                }
+            });
+            answered.map(|index| {
+                Card::NotShown(format!(
+                    "the client answered this request on the wire (#{index}) and showed no card"
+                ))
+            })
+        })
+        .await
     }
 
     fn error_for(state: &State, seq: u64) -> Option<String> {
@@ -407,22 +481,14 @@ impl ControlPlane {
                 option_id,
                 ..
             } => {
-                let what = format!("approval for request {request_id}");
-                let shown = self
-                    .wait_for(timeout, &what, |s| {
-                        Self::approval_shown(s, &request_id)
-                            .then_some(true)
-                            .or_else(|| Self::decided_by_client(s, &request_id).then_some(false))
-                    })
-                    .await?;
-                if !shown {
+                if let Card::NotShown(reason) = self.card(&request_id, timeout).await? {
                     // The client answered by itself (CONTROL.md, `policy` in hello): there is
-                    // no card to click, and the auto-approval check judges the answer.
+                    // no card to click, and the checks judge the answer.
                     crate::wire_only::note_choose_skipped(
                         &self.rec,
                         &request_id,
                         &option_id,
-                        "the client answered this request by itself (approval_resolved by policy) and showed no card",
+                        &reason,
                     );
                     return Ok(());
                 }
@@ -454,26 +520,16 @@ impl ControlPlane {
                 session,
                 pending_request,
             } => {
-                if let Some(request_id) = pending_request {
-                    let what = format!("approval for request {request_id}");
-                    let shown = self
-                        .wait_for(timeout, &what, |s| {
-                            Self::approval_shown(s, &request_id)
-                                .then_some(true)
-                                .or_else(|| {
-                                    Self::decided_by_client(s, &request_id).then_some(false)
-                                })
-                        })
-                        .await?;
-                    if !shown {
-                        // As for a choose: the approval the user meant to Stop on was answered
-                        // by the client itself and never pending (the fuzz driver does the same).
-                        self.rec.note(&Note::UserCancelSkipped {
-                            request_id: request_id.clone(),
-                            reason: "the client answered this request by itself (approval_resolved by policy) and showed no card".into(),
-                        });
-                        return Ok(());
-                    }
+                if let Some(request_id) = pending_request
+                    && let Card::NotShown(reason) = self.card(&request_id, timeout).await?
+                {
+                    // As for a choose: the approval the user meant to Stop on was answered by
+                    // the client itself and never pending (the fuzz driver does the same).
+                    self.rec.note(&Note::UserCancelSkipped {
+                        request_id: request_id.clone(),
+                        reason,
+                    });
+                    return Ok(());
                 }
                 self.send(Command::Cancel { seq: 0, session }).await?;
                 Ok(())

@@ -9,7 +9,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use nix::sys::signal::{Signal, killpg};
@@ -17,6 +17,8 @@ use nix::unistd::Pid;
 use tokio::io::AsyncReadExt;
 use tokio::process::{ChildStdin, ChildStdout, Command};
 use tokio::sync::watch;
+
+use acp_fake_agents::machine_time::{self, Stamp};
 
 /// Bytes of stderr kept for crash reports.
 const STDERR_TAIL_BYTES: usize = 4096;
@@ -39,11 +41,11 @@ pub struct Launched {
     reaper: tokio::task::JoinHandle<()>,
 }
 
-/// The client's exit: how, and the instant the harness saw it.
+/// The client's exit: how, and when the harness saw it (on both clocks).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exited {
     pub info: ExitInfo,
-    pub at: Instant,
+    pub at: Stamp,
 }
 
 /// How a client process ended, in words and numbers.
@@ -84,7 +86,7 @@ pub struct Terminal {
 
 /// Starts `argv` with piped stdio in a new process group.
 pub fn launch(argv: &[String], env: &[(String, String)], cwd: &Path) -> Result<Launched> {
-    launch_with(argv, env, cwd, false)
+    launch_with(argv, env, cwd, false, None)
 }
 
 /// Starts `argv` in a new process group: stdout piped; stdin and stderr piped too, or with
@@ -143,6 +145,7 @@ pub fn launch_with(
     env: &[(String, String)],
     cwd: &Path,
     tty: bool,
+    screen: Option<(u16, u16)>,
 ) -> Result<Launched> {
     let (program, args) = argv.split_first().context("empty client argv")?;
     let program = program_from_here(program);
@@ -154,7 +157,19 @@ pub fn launch_with(
         .process_group(0)
         // Belt and braces: if the harness itself dies, tokio still kills the direct child.
         .kill_on_drop(true);
-    let master = if tty {
+    let master = if let Some(size) = screen {
+        // A full-screen client: all three streams are its terminal, of the profile's size.
+        let (master, slave) = crate::pty::open_sized(Some(size))?;
+        let slave_out = slave.try_clone().context("cannot duplicate the pty")?;
+        let slave_err = slave.try_clone().context("cannot duplicate the pty")?;
+        cmd.stdin(Stdio::from(slave))
+            .stdout(Stdio::from(slave_out))
+            .stderr(Stdio::from(slave_err))
+            .env("TERM", "xterm-256color")
+            .env("COLUMNS", size.1.to_string())
+            .env("LINES", size.0.to_string());
+        Some(master)
+    } else if tty {
         let (master, slave) = crate::pty::open()?;
         let slave_err = slave.try_clone().context("cannot duplicate the pty")?;
         cmd.stdin(Stdio::from(slave)).stderr(Stdio::from(slave_err));
@@ -224,7 +239,7 @@ pub fn launch_with(
         };
         exit_tx.send_replace(Some(Exited {
             info,
-            at: Instant::now(),
+            at: Stamp::now(),
         }));
     });
     Ok(Launched {
@@ -279,14 +294,14 @@ impl Launched {
                 code: None,
                 signal: None,
             },
-            at: Instant::now(),
+            at: Stamp::now(),
         })
     }
 
     /// Exit status if the client exits within `window` (it may be dying: its pipes close a
     /// moment before it can be reaped).
     pub async fn exit_within(&self, window: Duration) -> Option<ExitInfo> {
-        tokio::time::timeout(window, self.wait())
+        machine_time::timeout(window, self.wait())
             .await
             .ok()
             .map(|e| e.info)
@@ -298,7 +313,7 @@ impl Launched {
     /// after the group kill, before the wait for the end of stderr: the place to kill
     /// descendants that left the group (they may hold the pipe open).
     pub async fn finish_with(&mut self, grace: Duration, after_kill: impl FnOnce()) -> ExitInfo {
-        let exited = tokio::time::timeout(grace, self.wait()).await.ok();
+        let exited = machine_time::timeout(grace, self.wait()).await.ok();
         let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
         after_kill();
         let exited = match exited {

@@ -11,6 +11,8 @@ pub mod client_spec;
 pub mod control;
 pub mod coverage;
 pub mod fuzz;
+pub mod install_clients;
+pub mod keys;
 pub mod launch;
 pub mod locate;
 pub mod nextest_cache;

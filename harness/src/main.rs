@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use acp_harness::baseline::Baseline;
 use acp_harness::client_spec::ClientSpec;
-use acp_harness::output::{is_failing, progress_line, wire_log};
+use acp_harness::output::{progress_line, wire_log};
 use acp_harness::run_json;
 use acp_harness::run_writer::{self, BaselineUse, RunWriter};
 use acp_harness::runner::{self, RunConfig};
@@ -87,6 +87,20 @@ enum Command {
     /// Rule ids (`R43`) are what failures, run.json (`trials[].rule`) and the report cite.
     /// `--json` prints the same as an array of {id, level, binds, requirement, link}.
     Rules(acp_harness::offline::RulesArgs),
+    /// Install the real clients that client profiles name in `[install]` into the cache.
+    ///
+    /// npm packages go in with `npm install --prefix`, PyPI packages into a venv of their own,
+    /// crates with `cargo install --root` (built from source: minutes). Each goes once into
+    /// `<cache>/<package>/`, under a lock, where the real-client tests of `cargo test` and
+    /// `run --client <profile>` find it; an installed client is not installed again. Progress
+    /// goes to stderr, each client's program to stdout.
+    ///
+    /// Example:  acp-harness install                      (every client in clients/)
+    ///           acp-harness install clients/acpx/acpx.toml
+    ///
+    /// Exits 0 when every client is ready, 1 when one could not be installed (its command and
+    /// the end of its output are printed), 2 on a profile that cannot be read.
+    Install(acp_harness::install_clients::InstallArgs),
     /// Make the HTML report, junit.xml and summary.md from run.json files (one per client).
     ///
     /// Writes DIR/index.html (clients × agent versions), a page per agent version and per case,
@@ -125,7 +139,8 @@ enum Command {
     /// Compare two runs: new failures, fixed, changed failure messages, cases added or removed,
     /// cases that got slower.
     ///
-    /// Exits 1 if the new run has failures the old one did not, else 0; 2 on bad input.
+    /// Exits 1 if the new run has failures the old one did not (with --same-grades: if any grade
+    /// differs), else 0; 2 on bad input.
     Diff(DiffArgs),
     /// Benchmark the suite against the floor that process spawn and pipes set on this machine,
     /// and show how its cost grows (docs/performance.md). Build with --release.
@@ -184,6 +199,11 @@ struct DiffArgs {
     /// …and at least this many milliseconds longer.
     #[arg(long, value_name = "MS", default_value_t = 250)]
     slower_ms: u64,
+    /// Exit 1 on any trial whose grade differs between the runs, either way (a fix, a new
+    /// failure, pass ↔ warn ↔ not_applicable): for comparing two runs of the same client and
+    /// corpus, e.g. idle against a loaded machine (ci/load-proof).
+    #[arg(long)]
+    same_grades: bool,
 }
 
 #[derive(Args)]
@@ -266,6 +286,7 @@ fn main() -> ExitCode {
         Command::Merge { runs, out } => merge(&runs, &out),
         Command::Grade(args) => acp_harness::offline::grade(&args),
         Command::Rules(args) => acp_harness::offline::rules(&args),
+        Command::Install(args) => acp_harness::install_clients::command(&args),
         Command::Diff(args) => diff(args),
         Command::Bench(args) => acp_harness::bench::run(args),
         Command::Coverage(args) => acp_harness::coverage::cli::command(&args),
@@ -569,7 +590,7 @@ fn replay(
         if !t.message.is_empty() {
             acp_harness::outln!("{}", indent(&t.failure_text()));
         }
-        failing |= is_failing(t.grade, false);
+        failing |= t.grade.is_failing(false);
     }
     Ok(if failing {
         ExitCode::from(1)
@@ -673,9 +694,15 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
         std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))?;
         acp_harness::outln!("html: {}", path.display());
     }
-    Ok(if d.new_failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let grades_moved = !(d.new_failures.is_empty()
+        && d.fixed.is_empty()
+        && d.regraded.is_empty()
+        && d.changed.iter().all(|c| c.old_grade == c.new_grade));
+    Ok(
+        if d.new_failures.is_empty() && !(args.same_grades && grades_moved) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
 }

@@ -18,7 +18,6 @@ use acp_vocab::transcript::{Direction, Entry};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::output::is_failing;
 use crate::run_json::{CaseJson, RunJson};
 
 /// Arguments of `acp-harness grade`.
@@ -79,7 +78,7 @@ pub fn grade(args: &GradeArgs) -> Result<ExitCode> {
         if !t.message.is_empty() {
             crate::outln!("{}", indent(&t.failure_text()));
         }
-        failing |= is_failing(t.grade, args.strict) && t.grade != Grade::Error;
+        failing |= t.grade.is_failing(args.strict) && t.grade != Grade::Error;
     }
     if !unknown.is_empty() {
         crate::outln!("\nnot known from the transcript alone:");

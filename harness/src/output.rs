@@ -7,33 +7,9 @@ use acp_vocab::transcript::{Direction, Entry};
 
 use acp_judge::checks::{Grade, Trial};
 
-/// Grades that make a run fail (warn only under `--strict`).
-pub fn is_failing(grade: Grade, strict: bool) -> bool {
-    match grade {
-        Grade::Pass | Grade::NotApplicable | Grade::Expected => false,
-        Grade::Warn => strict,
-        Grade::Fail | Grade::Error | Grade::Timeout | Grade::Crash | Grade::Stale => true,
-    }
-}
-
-/// The worst grade of a case, for its progress line.
+/// The worst grade of a case, for its progress line: by the rank every report uses too.
 fn worst(trials: &[Trial]) -> Grade {
-    let rank = |g: Grade| match g {
-        Grade::NotApplicable => 0,
-        Grade::Pass => 1,
-        Grade::Expected => 2,
-        Grade::Warn => 3,
-        Grade::Stale => 4,
-        Grade::Timeout => 5,
-        Grade::Fail => 6,
-        Grade::Crash => 7,
-        Grade::Error => 8,
-    };
-    trials
-        .iter()
-        .map(|t| t.grade)
-        .max_by_key(|g| rank(*g))
-        .unwrap_or(Grade::NotApplicable)
+    Grade::worst(trials.iter().map(|t| t.grade)).unwrap_or(Grade::NotApplicable)
 }
 
 /// `  FAIL  opencode@1.18/edit-permission  0.21 s  subject-kind, offered-options`
@@ -117,10 +93,7 @@ impl GradeTable {
 }
 
 fn short(grade: Grade) -> &'static str {
-    match grade {
-        Grade::NotApplicable => "n/a",
-        g => g.as_str(),
-    }
+    grade.info().label
 }
 
 /// One numbered line per transcript entry: index, time, connection, direction, raw frame.

@@ -22,7 +22,19 @@ pub struct Master {
 
 /// A fresh terminal: the master for the harness, the slave for the client.
 pub fn open() -> Result<(Master, OwnedFd)> {
-    let pair = nix::pty::openpty(None, None).context("cannot open a pseudo-terminal")?;
+    open_sized(None)
+}
+
+/// A fresh terminal of `rows`×`cols` (a full-screen client reads its size from it).
+pub fn open_sized(size: Option<(u16, u16)>) -> Result<(Master, OwnedFd)> {
+    let winsize = size.map(|(rows, cols)| nix::pty::Winsize {
+        ws_row: rows,
+        ws_col: cols,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    });
+    let pair =
+        nix::pty::openpty(winsize.as_ref(), None).context("cannot open a pseudo-terminal")?;
     let flags = fcntl(&pair.master, FcntlArg::F_GETFL).context("fcntl F_GETFL on the pty")?;
     fcntl(
         &pair.master,

@@ -366,16 +366,8 @@ mod tests {
             exhaustive(g);
             let report = acp_reports::grade::Grade::of(g.as_str());
             assert!(report.is_known(), "reports do not know grade {g:?}");
-            assert_eq!(
-                report.is_failing(false),
-                crate::output::is_failing(g, false),
-                "{g:?}"
-            );
-            assert_eq!(
-                report.is_failing(true),
-                crate::output::is_failing(g, true),
-                "{g:?}"
-            );
+            assert_eq!(report.is_failing(false), g.is_failing(false), "{g:?}");
+            assert_eq!(report.is_failing(true), g.is_failing(true), "{g:?}");
         }
     }
 

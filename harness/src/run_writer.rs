@@ -19,7 +19,7 @@ use serde::ser::{Error as _, SerializeSeq};
 use serde::{Serialize, Serializer};
 
 use crate::baseline::Baseline;
-use crate::output::{GradeTable, is_failing};
+use crate::output::GradeTable;
 use crate::run_json::{self, CaseJson, ClientSaid, RunHeader, ScenarioInfo, TrialJson};
 use crate::runner::CaseResult;
 use acp_judge::checks::{Grade, Trial};
@@ -169,7 +169,7 @@ impl<'a> RunWriter<'a> {
     fn holds(&self, case_id: &str, trial: &Trial) -> bool {
         self.baseline.as_ref().is_some_and(|b| {
             b.baseline.covers(case_id, trial.check)
-                || (b.bless && is_failing(trial.grade, self.strict))
+                || (b.bless && trial.grade.is_failing(self.strict))
         })
     }
 
@@ -183,7 +183,7 @@ impl<'a> RunWriter<'a> {
         trial: &Trial,
     ) {
         self.table.add(agent, version, trial.grade);
-        if is_failing(trial.grade, self.strict) {
+        if trial.grade.is_failing(self.strict) {
             self.failing.insert(
                 (case, position),
                 Failing {

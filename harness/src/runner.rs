@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use acp_fake_agents::engine::{self, EngineConfig};
+use acp_fake_agents::machine_time::{Deadline, Stamp, Waited};
 use acp_fake_agents::scenario::{Case, Scenario};
 use acp_vocab::note::Note;
 use acp_vocab::transcript::Recorder;
@@ -26,6 +27,7 @@ mod case_dirs;
 mod case_files;
 mod client_exit;
 mod schedule;
+mod tui_end;
 
 use case_dirs::{CaseDirs, needs_home};
 use case_files::files_after;
@@ -91,9 +93,9 @@ pub struct CaseResult {
 pub struct CaseTiming {
     /// When the client process exited, on its own or killed at the end of the case, as the
     /// task that reaps it saw it; `None` if it never started.
-    pub client_exited: Option<Instant>,
+    pub client_exited: Option<Stamp>,
     /// When the verdict (the trials) was ready.
-    pub graded: Option<Instant>,
+    pub graded: Option<Stamp>,
 }
 
 /// The one-line command that re-runs just this case.
@@ -190,7 +192,7 @@ async fn run_case_in(
         let trials = grade_case(&record);
         (record, trials)
     };
-    timing.graded = Some(Instant::now());
+    timing.graded = Some(Stamp::now());
     let result = CaseResult {
         record,
         trials,
@@ -354,7 +356,22 @@ async fn run_case_inner(
         record.transcript = rec.snapshot();
         return Ok(record);
     }
-    let mut launched = match launch::launch_with(&argv, &env, client_dir, client.wire.tty) {
+    let workdir = client.expand_workdir(&expansion);
+    if let Some(dir) = &workdir {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            record.end = RunEnd::HarnessError {
+                reason: format!(
+                    "could not create the profile's workdir {}: {e}",
+                    dir.display()
+                ),
+            };
+            record.transcript = rec.snapshot();
+            return Ok(record);
+        }
+    }
+    let launch_dir = workdir.as_deref().unwrap_or(client_dir);
+    let screen = client.wire.tui.as_ref().map(|t| (t.rows, t.cols));
+    let mut launched = match launch::launch_with(&argv, &env, launch_dir, client.wire.tty, screen) {
         Ok(l) => l,
         Err(err) => {
             record.end = RunEnd::Crash {
@@ -375,11 +392,15 @@ async fn run_case_inner(
         rec.note(&note);
     }
 
-    let deadline = tokio::time::Instant::now() + cfg.case_timeout;
+    // Counted in machine time, as the steps are: a loaded machine stretches the case, not the
+    // client's share of it.
+    let deadline = Deadline::after(cfg.case_timeout);
     let mut control = None;
     let mut observer: Option<Observer> = None;
     let mut keep_alive = Vec::new();
     let mut readers = Vec::new();
+    // A `[tui]` client's screen before it was told to quit.
+    let mut last_screen: Option<String> = None;
     let end = match client.control {
         ControlMode::Adapter => {
             drop(launched.stderr.take()); // an adapter's stderr is only kept in the tail
@@ -425,11 +446,9 @@ async fn run_case_inner(
                             });
                             RunEnd::NotApplicable { reason }
                         }
-                        None => match tokio::time::timeout_at(
-                            deadline,
-                            while_client_lives(run, &launched, &gone),
-                        )
-                        .await
+                        None => match deadline
+                            .run(while_client_lives(run, &launched, &gone))
+                            .await
                         {
                             Ok(outcome) => {
                                 keep_alive = outcome.keep_alive;
@@ -451,7 +470,7 @@ async fn run_case_inner(
                                     (None, end) => end,
                                 }
                             }
-                            Err(_) => case_timeout(cfg),
+                            Err(waited) => case_timeout(cfg, waited),
                         },
                     }
                 }
@@ -493,16 +512,23 @@ async fn run_case_inner(
                 },
             };
             observer = Some(obs);
+            let quit_on = user.terminal.clone();
             let run = engine::run_freeing_steps(case, &engine_cfg, &mut connector, &mut user, rec);
-            match tokio::time::timeout_at(deadline, while_client_lives(run, &launched, &gone)).await
+            let end = match deadline
+                .run(while_client_lives(run, &launched, &gone))
+                .await
             {
                 Ok(outcome) => {
                     keep_alive = outcome.keep_alive;
                     readers = outcome.readers;
                     outcome.end
                 }
-                Err(_) => case_timeout(cfg),
+                Err(waited) => case_timeout(cfg, waited),
+            };
+            if let (Some(tui), Some(terminal)) = (&client.wire.tui, &quit_on) {
+                last_screen = tui_end::last_screen_then_quit(tui, terminal, &user.observer).await;
             }
+            end
         }
     };
 
@@ -522,6 +548,7 @@ async fn run_case_inner(
         // requests that had waited that long by then as never answered.
         rec.note(&Note::RunStopped {
             step_timeout_ms: cfg.step_timeout.as_millis() as u64,
+            stretch: deadline.elapsed().stretch(),
         });
     }
     // A client that died on its own while the scenario still needed it crashed; one killed by a
@@ -584,6 +611,15 @@ async fn run_case_inner(
         rec.note(Note::TerminalProbe(probe));
     }
     if let Some(obs) = observer.take() {
+        if client.wire.tui.is_some() {
+            // What the person saw last, with the verdict when the case did not complete.
+            let text = last_screen
+                .take()
+                .or_else(|| obs.handle().screen_text())
+                .unwrap_or_default();
+            tui_end::attach_screen(&mut record.end, &text);
+            rec.note(&Note::Screen { text });
+        }
         if let Some(reason) = obs.finish(&exit, Duration::from_millis(500)).await {
             record.end = RunEnd::AdapterError {
                 reason: format!("the profile's observer failed: {reason}"),
@@ -610,12 +646,12 @@ async fn run_case_inner(
     Ok(record)
 }
 
-fn case_timeout(cfg: &RunConfig) -> RunEnd {
+fn case_timeout(cfg: &RunConfig, waited: Waited) -> RunEnd {
     RunEnd::Timeout {
         after_ms: cfg.case_timeout.as_millis() as u64,
         reason: format!(
-            "the case did not finish within {} ms",
-            cfg.case_timeout.as_millis()
+            "the case did not finish within {}",
+            waited.describe(cfg.case_timeout)
         ),
     }
 }

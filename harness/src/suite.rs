@@ -11,7 +11,6 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use crate::baseline::Baseline;
 use crate::client_spec::ClientSpec;
 use crate::nextest_cache::{RunCache, Verdict};
-use crate::output::is_failing;
 use crate::runner::{self, CaseResult, RunConfig};
 use acp_judge::checks::{Grade, all_checks};
 
@@ -198,7 +197,7 @@ pub fn conformance_main() -> std::process::ExitCode {
                     .into_iter()
                     .find(|v| v.check == check_id)
                     .ok_or_else(|| Failed::from(format!("check {check_id} produced no trial")))?;
-                if is_failing(verdict.grade, shared.strict) {
+                if verdict.grade.is_failing(shared.strict) {
                     Err(format!("[{}]\n{}", verdict.grade.as_str(), verdict.text).into())
                 } else {
                     if matches!(verdict.grade, Grade::Warn | Grade::Expected) {

@@ -4,8 +4,9 @@
 //! itself says what really happened. A scenario's command line writes probe files into the
 //! workspace's `.acp-terminal/` directory (scenarios/README.md, "Terminal probes"):
 //! `<name>.pid` (the pid of the process to watch: `echo $! > …` for a background child),
-//! `<name>.exit` (the exit code it is about to exit with) and `<name>.out` (the exact bytes it
-//! then prints). The runner looks twice: when the scenario's last step is done (the client still
+//! `<name>.exit` (the exit code it is about to exit with), `<name>.out` (the exact bytes it
+//! then prints), `<name>.env` (its environment, `env > …`) and `<name>.cwd` (its working
+//! directory, `pwd -P > …`), `<name>.tty` when its stdout is a terminal. The runner looks twice: when the scenario's last step is done (the client still
 //! up: a command the agent released or killed must be gone by then) and after the client exited
 //! (no command may outlive its client). A process still running then is killed here, so nothing
 //! outlives the case, and the note says so; the `terminal` check grades both.
@@ -54,6 +55,9 @@ impl Probes {
             probe.pid = probe.pid.or(fresh.pid);
             probe.exit_code = fresh.exit_code.or(probe.exit_code);
             probe.output = fresh.output.or(probe.output.take());
+            probe.env = fresh.env.or(probe.env.take());
+            probe.cwd = fresh.cwd.or(probe.cwd.take());
+            probe.tty |= fresh.tty;
         }
         for probe in self.probes.values_mut() {
             let Some(pid) = probe.pid else { continue };
@@ -81,7 +85,7 @@ fn probe_names(workspace: &Path) -> Vec<String> {
         .filter_map(|e| {
             let path = e.path();
             let ext = path.extension()?.to_str()?;
-            matches!(ext, "pid" | "exit" | "out")
+            matches!(ext, "pid" | "exit" | "out" | "tty")
                 .then(|| path.file_stem()?.to_str().map(str::to_owned))?
         })
         .collect();
@@ -105,11 +109,30 @@ fn read_probe(workspace: &Path, name: &str) -> TerminalProbe {
             bytes.truncate(MAX_OUTPUT);
             String::from_utf8_lossy(&bytes).into_owned()
         });
+    let text = |ext: &str| {
+        std::fs::read(file(workspace, name, ext))
+            .ok()
+            .map(|mut bytes| {
+                bytes.truncate(MAX_OUTPUT);
+                String::from_utf8_lossy(&bytes).into_owned()
+            })
+    };
+    let env = text("env").map(|env| {
+        env.lines()
+            .filter_map(|line| line.split_once('='))
+            .filter(|(name, _)| !name.is_empty())
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect()
+    });
+    let cwd = text("cwd").map(|cwd| cwd.trim_end_matches('\n').to_owned());
     TerminalProbe {
         name: name.to_owned(),
         pid: read_number(&file(workspace, name, "pid")).filter(|&pid| pid > 1),
         exit_code: read_number(&file(workspace, name, "exit")),
         output,
+        env,
+        cwd,
+        tty: file(workspace, name, "tty").exists(),
         running_at_scenario_end: false,
         running_after_client_exit: false,
     }
@@ -163,6 +186,7 @@ mod tests {
         std::fs::write(file(&workspace, "dev", "pid"), format!("{}\n", child.id())).unwrap();
         std::fs::write(file(&workspace, "build", "exit"), "3\n").unwrap();
         std::fs::write(file(&workspace, "build", "out"), "é\n").unwrap();
+        std::fs::write(file(&workspace, "build", "tty"), "").unwrap();
         let probes = Probes::at_scenario_end(&workspace, &root);
         // Reaped by us as soon as it dies, so `running` sees it gone.
         let reaper = std::thread::spawn(move || child.wait());
@@ -172,6 +196,7 @@ mod tests {
         assert_eq!(notes[0].name, "build");
         assert_eq!(notes[0].exit_code, Some(3));
         assert_eq!(notes[0].output.as_deref(), Some("é\n"));
+        assert!(notes[0].tty && !notes[1].tty);
         assert!(!notes[0].running_at_scenario_end);
         assert_eq!(notes[1].name, "dev");
         assert!(notes[1].running_at_scenario_end);

@@ -25,9 +25,10 @@ use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdin;
 
-use crate::client_spec::{Cancel, ClientSpec};
+use crate::client_spec::{Cancel, ChooseBy, ChooseInput, ClientSpec};
 use crate::observe::{ObserverHandle, UserAct};
 use crate::pty::Master;
+use acp_fake_agents::machine_time::{self, Deadline};
 
 /// Whether `spec` (a client without an adapter) can play `case`; `Err` says why not.
 pub fn playable(case: &Case, spec: &ClientSpec) -> Result<(), String> {
@@ -71,7 +72,8 @@ pub fn playable(case: &Case, spec: &ClientSpec) -> Result<(), String> {
         }
     }
     let name = &spec.name;
-    if prompts != 1 {
+    let typed = spec.wire.tui.as_ref().is_some_and(|t| t.prompt.is_some());
+    if prompts != 1 && !(typed && prompts > 1) {
         return Err(format!(
             "{name} takes exactly one prompt per launch (`{{prompt}}` in its argv); this scenario has {prompts} `user = \"prompt\"` steps"
         ));
@@ -123,7 +125,14 @@ pub struct WireOnlyUser {
 impl UserDriver for WireOnlyUser {
     async fn act(&mut self, action: UserAction, timeout: Duration) -> Result<(), UserFailure> {
         match action {
-            UserAction::NewSession { .. } | UserAction::Prompt { .. } => Ok(()),
+            UserAction::NewSession { .. } => Ok(()),
+            UserAction::Prompt {
+                session,
+                text,
+                agent_killed,
+            } => Ok(self
+                .type_prompt(&session, &text, agent_killed, timeout)
+                .await?),
             // Never reached: `playable` refuses a scenario with any of these before the client
             // starts (a client launched with one prompt has no way to be asked).
             UserAction::LoadSession { .. }
@@ -138,9 +147,10 @@ impl UserDriver for WireOnlyUser {
                 request_id,
                 option_id,
                 offered,
-            } => Ok(self
-                .choose(&request_id, &option_id, &offered, timeout)
-                .await?),
+            } => {
+                self.choose(&request_id, &option_id, &offered, timeout)
+                    .await
+            }
             UserAction::Cancel {
                 session,
                 pending_request,
@@ -188,6 +198,63 @@ pub(crate) fn note_choose_skipped(rec: &Recorder, request_id: &Value, option_id:
 const PENDING_MOMENT: Duration = Duration::from_millis(300);
 
 impl WireOnlyUser {
+    /// A `[tui]` client with `prompt` keys: waits for its `ready` screen, then types the prompt.
+    /// Other clients got the prompt on their command line. After the agent's death the user
+    /// waits half a step for the ready screen, inside the step's own deadline, then gives up
+    /// typing (a note, not a failed step): whether the client said the session did not open is
+    /// `session-open`'s to judge, as over the adapter.
+    async fn type_prompt(
+        &mut self,
+        session: &str,
+        text: &str,
+        agent_killed: bool,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let Some(tui) = self.spec.wire.tui.clone() else {
+            return Ok(());
+        };
+        let Some(keys) = &tui.prompt else {
+            return Ok(());
+        };
+        let ready = match tui.ready.as_deref().map(regex::Regex::new) {
+            Some(Ok(re)) => Some(re),
+            Some(Err(e)) => return Err(format!("[tui] ready is not a valid regex: {e}")),
+            None => None,
+        };
+        let wait = if agent_killed { timeout / 2 } else { timeout };
+        if let Err(why) = self.observer.wait_screen(ready.as_ref(), wait).await {
+            if agent_killed {
+                self.rec.note(&Note::UserPromptSkipped {
+                    session: session.to_owned(),
+                    reason: format!(
+                        "the agent died and {why}, so the harness never typed the prompt{}",
+                        self.last_screen()
+                    ),
+                });
+                return Ok(());
+            }
+            return Err(format!(
+                "{why}, so the harness never typed the prompt{}",
+                self.last_screen()
+            ));
+        }
+        // The prompt is text, not key names.
+        let keys = keys.replace("{prompt}", &text.replace('<', "<lt>"));
+        self.observer.prompt_typed();
+        self.type_keys(keys.as_bytes()).await
+    }
+
+    /// "; the screen: …" for a `[tui]` client's messages (empty otherwise).
+    pub fn last_screen(&self) -> String {
+        match self.observer.screen_text() {
+            Some(text) if text.trim().is_empty() => {
+                "; the screen was blank (the client never drew)".into()
+            }
+            Some(text) => format!("; the screen:\n{text}"),
+            None => String::new(),
+        }
+    }
+
     fn prompts(&self) -> bool {
         self.spec.wire.policy.as_ref().is_some_and(|p| p.prompts)
     }
@@ -195,7 +262,7 @@ impl WireOnlyUser {
     /// The transcript index of the client's answer to the agent's request `request`, if it comes
     /// within `wait`; `None` while the request stays unanswered.
     async fn answered_within(&self, request: &Value, wait: Duration) -> Option<usize> {
-        let deadline = tokio::time::Instant::now() + wait;
+        let deadline = Deadline::after(wait);
         let mut from = 0;
         loop {
             let mut answer = None;
@@ -208,7 +275,7 @@ impl WireOnlyUser {
                     answer = Some(entry.index);
                 }
             });
-            if answer.is_some() || tokio::time::Instant::now() >= deadline {
+            if answer.is_some() || deadline.is_reached() {
                 return answer;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -221,7 +288,7 @@ impl WireOnlyUser {
         option_id: &str,
         offered: &Value,
         timeout: Duration,
-    ) -> Result<(), String> {
+    ) -> Result<(), UserFailure> {
         if !self.prompts() {
             note_choose_skipped(
                 &self.rec,
@@ -231,42 +298,118 @@ impl WireOnlyUser {
             );
             return Ok(());
         }
-        let Some(input) = self
-            .spec
-            .wire
-            .choose
-            .iter()
-            .find(|c| c.selected(offered) == Some(option_id))
-            .map(|c| c.input.clone())
-        else {
+        let found = self.spec.wire.choose.iter().find_map(|c| {
+            let r = c
+                .reachable(offered)
+                .into_iter()
+                .find(|r| r.id == option_id)?;
+            Some((c.clone(), r.keys, r.position))
+        });
+        let Some((input, keys, position)) = found else {
             let reachable: Vec<String> = self
                 .spec
                 .wire
                 .choose
                 .iter()
-                .filter_map(|c| {
-                    c.selected(offered)
-                        .map(|o| format!("{:?} → \"{o}\"", c.input.trim()))
-                })
+                .flat_map(|c| c.reachable(offered))
+                .map(|r| format!("{:?} → \"{}\"", r.keys.trim(), r.id))
                 .collect();
-            return Err(format!(
-                "no input of {}'s prompt chooses option \"{option_id}\" of request {request_id} (its inputs choose: {})",
+            // A limit of the profile, not of the client: nothing to judge in this run.
+            return Err(UserFailure::NotApplicable(format!(
+                "no input of {}'s profile reaches option \"{option_id}\" of request {request_id} (its [[choose]] inputs reach: {})",
                 self.spec.name,
                 if reachable.is_empty() {
                     "nothing offered".to_owned()
                 } else {
                     reachable.join(", ")
                 }
-            ));
+            )));
         };
-        self.observer.wait_shown(request_id, timeout).await?;
+        // The observer must see the card before the agent's own wait for the answer ends, so
+        // that a card it missed is reported as such (the harness never typed), not as a client
+        // that did not answer.
+        let see_by = timeout.saturating_sub(timeout / 10);
+        if let Err(why) = self.observer.wait_shown(request_id, see_by).await {
+            return Err(format!(
+                "{why}, so the harness never typed {:?} to choose \"{option_id}\" (does the profile's approval rule match what {} shows?){}",
+                keys.trim(),
+                self.spec.name,
+                self.last_screen()
+            )
+            .into());
+        }
+        if input.by == ChooseBy::Label {
+            self.highlight(option_id, offered, &input, position, see_by)
+                .await?;
+        }
         self.rec.note(&Note::UserChoose {
             request_id: request_id.clone(),
             option_id: option_id.to_owned(),
-            input: input.clone(),
+            input: keys.clone(),
         });
         self.observer.user(UserAct::Chose);
-        self.type_keys(input.as_bytes()).await
+        Ok(self.type_keys(keys.as_bytes()).await?)
+    }
+
+    /// `by = "label"`: moves the highlight with the input's `next` key until the highlighted
+    /// line shows the option's name (the longest offered name it shows, so "Allow" is not
+    /// taken for "Allow always"); `NotApplicable` with the screen if it never does.
+    async fn highlight(
+        &mut self,
+        option_id: &str,
+        offered: &Value,
+        input: &ChooseInput,
+        position: usize,
+        timeout: Duration,
+    ) -> Result<(), UserFailure> {
+        let names: Vec<(&str, &str)> = offered
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|o| Some((o.get("optionId")?.as_str()?, o.get("name")?.as_str()?)))
+            .collect();
+        let shown = |line: &str| {
+            names
+                .iter()
+                .filter(|(_, name)| !name.is_empty() && line.contains(name))
+                .max_by_key(|(_, name)| name.len())
+                .map(|(id, _)| *id)
+        };
+        let next = input.next.clone().unwrap_or_else(|| "<Down>".into());
+        let deadline = Deadline::after(timeout);
+        let mut lines = Vec::new();
+        // Every option once, and back to the start.
+        for _ in 0..=names.len() {
+            // The highlighted line that shows an option (a status bar shows none).
+            let rows = self.observer.highlighted();
+            let at = rows.iter().find_map(|l| Some((l, shown(l)?)));
+            if at.is_some_and(|(_, id)| id == option_id) {
+                return Ok(());
+            }
+            lines.push(match at {
+                Some((line, _)) => line.clone(),
+                None => "(no option highlighted)".into(),
+            });
+            if deadline.is_reached() {
+                break;
+            }
+            let seen = self.observer.screens_seen();
+            self.type_keys(next.as_bytes()).await?;
+            if !self
+                .observer
+                .wait_screen_after(seen, deadline.remaining())
+                .await
+            {
+                lines.push("(the screen did not change)".into());
+                break;
+            }
+        }
+        Err(UserFailure::NotApplicable(format!(
+            "the highlighted line never showed option \"{option_id}\" (#{position} of the request) while {} pressed {next:?}: it showed {:?}{}",
+            self.spec.name,
+            lines,
+            self.last_screen()
+        )))
     }
 
     async fn cancel(&mut self, timeout: Duration) -> Result<(), String> {
@@ -284,8 +427,17 @@ impl WireOnlyUser {
         }
     }
 
-    /// Writes to the client's terminal, else its stdin.
+    /// Writes to the client's terminal, else its stdin. For a `[tui]` client the text is keys
+    /// as data (`<Enter>`, `<Down>`, `<C-c>`: `crate::keys`).
     async fn type_keys(&mut self, bytes: &[u8]) -> Result<(), String> {
+        let parsed;
+        let bytes = if self.spec.wire.tui.is_some() {
+            let text = String::from_utf8_lossy(bytes);
+            parsed = crate::keys::parse(&text, self.observer.app_cursor())?;
+            parsed.as_slice()
+        } else {
+            bytes
+        };
         if let Some(terminal) = &self.terminal {
             return terminal
                 .write_all(bytes)
@@ -318,13 +470,13 @@ impl WireOnlyUser {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true);
-        let status = match tokio::time::timeout(timeout, cmd.status()).await {
+        let status = match machine_time::timeout(timeout, cmd.status()).await {
             Ok(Ok(status)) => status,
             Ok(Err(e)) => return Err(format!("could not run the [cancel] command: {e}")),
-            Err(_) => {
+            Err(waited) => {
                 return Err(format!(
-                    "the [cancel] command did not finish within {} ms",
-                    timeout.as_millis()
+                    "the [cancel] command did not finish within {}",
+                    waited.describe(timeout)
                 ));
             }
         };

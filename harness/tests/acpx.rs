@@ -78,14 +78,15 @@ fn acpx_on_a_terminal_keeps_its_known_bugs() {
         &tty,
         "qwen-code@0.14/exec-choose-each[proceed_always_project]",
     );
+    // An option the profile's inputs cannot reach is a limit of the profile: not applicable.
     match &r.record.end {
-        RunEnd::Incomplete { reason, .. } => assert!(
+        RunEnd::NotApplicable { reason } => assert!(
             reason.contains(
-                "no input of acpx-tty's prompt chooses option \"proceed_always_project\""
+                "no input of acpx-tty's profile reaches option \"proceed_always_project\""
             ),
             "{reason}"
         ),
-        other => panic!("expected an incomplete run, got {other:?}"),
+        other => panic!("expected a not_applicable run, got {other:?}"),
     }
 
     let ctrl_c = client(&program, "acpx-tty-ctrl-c.toml");

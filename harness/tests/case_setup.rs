@@ -30,10 +30,7 @@ fn the_symlink_of_a_setup_exists_during_the_run_and_is_recorded() {
     let record = &result.record;
     assert_eq!(record.end, RunEnd::Completed, "{:?}", record.end);
     assert!(
-        result
-            .trials
-            .iter()
-            .all(|t| !acp_harness::output::is_failing(t.grade, true)),
+        result.trials.iter().all(|t| !t.grade.is_failing(true)),
         "{:?}",
         result.trials
     );

@@ -1,7 +1,8 @@
 //! Fidelity: the fake agents replay what the real agents send.
 //!
-//! Every scenario that links recordings of the real agent (`recording = [...]` in `[scenario]`,
-//! paths below `tests/fidelity/recordings/`) is played against the reference client, and the
+//! Every scenario that links upstream recordings of the real agent (`recording = [...]` in
+//! `[scenario]`, paths below `tests/fidelity/recordings/`; links below `recordings/` name the
+//! project's own recordings and are `fidelity_recorded.rs`'s) is played against the reference client, and the
 //! frames our fake agent sent are compared with the recorded ones (`shape.rs` says what "same
 //! shape" means; `recording.rs` how recordings and transcripts become comparable frames):
 //! * a codex-acp fixture (`*.json`) is a fragment of a turn: its frames must appear, in order,
@@ -33,6 +34,11 @@ fn recordings_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fidelity/recordings")
 }
 
+/// Links to the project's own recordings (`recordings/…`) are `fidelity_recorded.rs`'s.
+fn upstream(rec: &str) -> bool {
+    !rec.starts_with("recordings/")
+}
+
 fn linked_scenarios() -> Vec<Scenario> {
     let dir = suite::scenarios_dir(None).expect("scenarios directory");
     let (scenarios, errors) = scenario::load_dir(&dir);
@@ -44,7 +50,7 @@ fn linked_scenarios() -> Vec<Scenario> {
     );
     scenarios
         .into_iter()
-        .filter(|s| !s.meta.recording.is_empty())
+        .filter(|s| s.meta.recording.iter().any(|r| upstream(r)))
         .collect()
 }
 
@@ -56,7 +62,7 @@ fn every_linked_recording_is_in_the_repository_and_every_recording_is_linked() {
     let mut linked = BTreeSet::new();
     let mut missing = Vec::new();
     for s in &scenarios {
-        for rec in &s.meta.recording {
+        for rec in s.meta.recording.iter().filter(|r| upstream(r)) {
             if !root.join(rec).is_file() {
                 missing.push(format!(
                     "{} ({}) links {rec}, which is not in {}",
@@ -130,7 +136,7 @@ fn fake_agent_frames_have_the_recorded_shapes() {
             continue;
         }
         let ours = recording::emitted(&result.record.transcript);
-        for rec in &s.meta.recording {
+        for rec in s.meta.recording.iter().filter(|r| upstream(r)) {
             let path = recordings_dir().join(rec);
             let (mode, recorded) = match recording::load(&path) {
                 Ok(loaded) => loaded,

@@ -63,6 +63,10 @@ pub struct Rule {
     pub requirement: String,
     /// A public page: agentclientprotocol.com or the JSON-RPC 2.0 specification.
     pub link: String,
+    /// Set on the harness's own invariants (graded `fail` like a MUST): the section of
+    /// docs/architecture.md that states it (`§5.1 subject-kind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invariant: Option<String>,
 }
 
 impl Rule {
@@ -173,6 +177,57 @@ mod tests {
                     check.id()
                 );
             }
+        }
+    }
+
+    /// Issue 42, must-4: the grade a check gives follows the rule it cites. Every literal
+    /// `fail(R…)` / `warn(R…)` in the checks' sources is read off the text: a `fail` cites a MUST
+    /// (or one of the harness's invariants, which are MUSTs), a `warn` a SHOULD or a MAY. A rule
+    /// chosen at run time is held to the same by `Problems::add`, which every check test runs.
+    #[test]
+    fn every_grade_follows_the_keyword_of_the_rule_it_cites() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/checks");
+        let mut files = vec![];
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).expect("src/checks") {
+                let p = e.expect("entry").path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    files.push(p);
+                }
+            }
+        }
+        let mut seen = 0;
+        let mut wrong = vec![];
+        for f in files {
+            let src = std::fs::read_to_string(&f).expect("source");
+            for (grade, needle) in [("fail", ".fail("), ("warn", ".warn(")] {
+                for (at, _) in src.match_indices(needle) {
+                    let rest = src[at + needle.len()..].trim_start();
+                    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+                    let Ok(n) = digits.parse::<u16>() else {
+                        continue; // a rule chosen at run time: Problems::add holds it
+                    };
+                    seen += 1;
+                    let level = get(n).map(|r| r.level);
+                    let fits = match grade {
+                        "fail" => level == Some(Level::Must),
+                        _ => matches!(level, Some(Level::Should | Level::May)),
+                    };
+                    if !fits {
+                        wrong.push(format!("{}: {grade} citing R{n} ({level:?})", f.display()));
+                    }
+                }
+            }
+        }
+        assert!(seen > 50, "only {seen} graded rule citations found");
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        // Every invariant is a MUST and says so in its sentence (reports print the sentence).
+        for r in all().iter().filter(|r| r.invariant.is_some()) {
+            assert_eq!(r.level, Level::Must, "{}", r.id);
+            assert!(r.requirement.starts_with("Harness invariant"), "{}", r.id);
         }
     }
 

@@ -103,6 +103,9 @@ pub struct RunDiff {
     pub fixed: Vec<TrialChange>,
     /// Failing in both, with another grade or another message.
     pub changed: Vec<TrialChange>,
+    /// Failing in neither, with another grade (pass, warn, not_applicable, expected …): a
+    /// verdict that moved without a failure, which `--same-grades` treats as a change.
+    pub regraded: Vec<TrialChange>,
     pub cases_added: Vec<String>,
     pub cases_removed: Vec<String>,
     /// Trials of cases in both runs that only one run has (a check added or removed).
@@ -116,6 +119,7 @@ impl RunDiff {
         self.new_failures.is_empty()
             && self.fixed.is_empty()
             && self.changed.is_empty()
+            && self.regraded.is_empty()
             && self.cases_added.is_empty()
             && self.cases_removed.is_empty()
             && self.trials_added.is_empty()
@@ -126,10 +130,16 @@ impl RunDiff {
     /// `2 new failures, 1 fixed, …`.
     pub fn summary(&self) -> String {
         format!(
-            "{}, {} fixed, {} changed, {} added, {} removed, {} slower",
+            "{}, {} fixed, {} changed, {}{} added, {} removed, {} slower",
             counted(self.new_failures.len(), "new failure"),
             self.fixed.len(),
             self.changed.len(),
+            // Listed only when some moved: most diffs compare failures, not passes.
+            if self.regraded.is_empty() {
+                String::new()
+            } else {
+                format!("{} other grades, ", self.regraded.len())
+            },
             counted(self.cases_added.len(), "case"),
             self.cases_removed.len(),
             self.slower.len()
@@ -222,6 +232,7 @@ pub fn link_reports(
         .iter_mut()
         .chain(d.fixed.iter_mut())
         .chain(d.changed.iter_mut())
+        .chain(d.regraded.iter_mut())
     {
         change.old_href = old.and_then(|r| r.trial_href(&change.trial, page_dir));
         change.new_href = new.and_then(|r| r.trial_href(&change.trial, page_dir));
@@ -245,6 +256,7 @@ pub fn diff(old: &LoadedRun, new: &LoadedRun, thresholds: Thresholds) -> RunDiff
         new_failures: Vec::new(),
         fixed: Vec::new(),
         changed: Vec::new(),
+        regraded: Vec::new(),
         cases_added: new_cases
             .keys()
             .filter(|k| !old_cases.contains_key(*k))
@@ -278,6 +290,9 @@ pub fn diff(old: &LoadedRun, new: &LoadedRun, thresholds: Thresholds) -> RunDiff
                         || normalize(&old_t.message) != normalize(&new_t.message) =>
                 {
                     d.changed.push(change(name, Some(old_t), Some(new_t)));
+                }
+                (false, false) if old_t.grade != new_t.grade => {
+                    d.regraded.push(change(name, Some(old_t), Some(new_t)));
                 }
                 _ => {}
             },
@@ -347,6 +362,11 @@ pub fn text(d: &RunDiff) -> String {
     changes(&mut out, "new failures", &d.new_failures);
     changes(&mut out, "fixed", &d.fixed);
     changes(&mut out, "changed failure messages", &d.changed);
+    changes(
+        &mut out,
+        "other grades (no failure either side)",
+        &d.regraded,
+    );
     let names = |out: &mut String, title: &str, list: &[String]| {
         if list.is_empty() {
             return;
@@ -416,6 +436,11 @@ pub fn html(d: &RunDiff) -> Result<String, ReportError> {
             ("New failures", "new-failures", &d.new_failures),
             ("Fixed", "fixed", &d.fixed),
             ("Changed failure messages", "changed", &d.changed),
+            (
+                "Other grades (no failure either side)",
+                "regraded",
+                &d.regraded,
+            ),
         ],
         name_sections: vec![
             ("Cases added", "cases-added", &d.cases_added),

@@ -92,6 +92,14 @@ fn every_kind_of_change_is_reported() {
     extra.check = "new-check".into();
     extra.grade = "warn".into();
     cases[1].trials.push(extra);
+    // A passing trial now not applicable: no failure either side, another grade.
+    let passing = cases
+        .iter_mut()
+        .flat_map(|c| c.trials.iter_mut())
+        .find(|t| t.grade == "pass")
+        .unwrap();
+    passing.grade = "not_applicable".into();
+    let regraded = passing.name.clone();
 
     let old_sparse_ms = old
         .run
@@ -128,7 +136,19 @@ fn every_kind_of_change_is_reported() {
         vec!["acme@1.0/brand-new::subject-kind"]
     );
 
+    assert_eq!(
+        d.regraded
+            .iter()
+            .map(|c| c.trial.as_str())
+            .collect::<Vec<_>>(),
+        vec![regraded.as_str()]
+    );
+
     let text = text(&d);
+    assert!(
+        text.contains("other grades (no failure either side) (1):"),
+        "{text}"
+    );
     assert!(text.contains("changed failure messages (1):"), "{text}");
     assert!(
         text.contains("+ [fail] approval #20 shows subject \"generic\""),
@@ -138,10 +158,9 @@ fn every_kind_of_change_is_reported() {
         text.contains("slower (by more than 50% and 250 ms) (1):"),
         "{text}"
     );
-    assert!(
-        text.trim_end()
-            .ends_with("1 new failure, 0 fixed, 1 changed, 1 case added, 1 removed, 1 slower")
-    );
+    assert!(text.trim_end().ends_with(
+        "1 new failure, 0 fixed, 1 changed, 1 other grades, 1 case added, 1 removed, 1 slower"
+    ));
 
     let page = html(&d).unwrap();
     for id in [
@@ -150,6 +169,7 @@ fn every_kind_of_change_is_reported() {
         "cases-added",
         "cases-removed",
         "trials-added",
+        "regraded",
         "slower",
     ] {
         assert!(page.contains(&format!("id=\"{id}\"")), "no section {id}");

@@ -17,6 +17,7 @@
 //! (and, in [`split_work`], how the stages that share it split work alike).
 pub mod control;
 pub mod family;
+pub mod grade;
 pub mod modes;
 pub mod note;
 pub mod plan;

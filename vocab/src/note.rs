@@ -55,6 +55,11 @@ pub enum Note {
         reason: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         waiting_for: Option<String>,
+        /// How long the wait lasted on the wall clock, in µs: it began that long before this
+        /// note. What the agent asked before then waited a whole step budget unanswered,
+        /// however busy the machine was (the budget itself is machine time).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        waited_us: Option<u64>,
     },
     /// The client closed the agent connection at step `step` (a label) before the scenario
     /// ended: the run was abandoned, not timed out.
@@ -63,8 +68,14 @@ pub enum Note {
         step: String,
     },
     /// The run stopped waiting here; `step_timeout_ms` is how long one step may wait, so
-    /// `jsonrpc` can tell which requests had waited that long unanswered.
-    RunStopped { step_timeout_ms: u64 },
+    /// `jsonrpc` can tell which requests had waited that long unanswered. Step timeouts count
+    /// machine time: `stretch` is how many times longer the wall clock (the transcript's time)
+    /// ran than machine time over the case (1.0 on an idle machine, and in older transcripts).
+    RunStopped {
+        step_timeout_ms: u64,
+        #[serde(default = "no_stretch", skip_serializing_if = "is_no_stretch")]
+        stretch: f64,
+    },
     /// After the scenario, the client did not show every turn ended within `waited_ms`.
     SettleTimeout { waited_ms: u64 },
     /// Which case of a `branch` (or `on_timeout`) the scenario took, and why.
@@ -80,6 +91,26 @@ pub enum Note {
     },
     /// The scenario does not apply to this client.
     NotApplicable { reason: String },
+    /// A client request that no step of the scenario takes (no step from `step` on expects its
+    /// method with params that fit), seen while the scenario waited at `step` (a label, at
+    /// `line` of the scenario file): the fake agent answered it as the real agent does with
+    /// `error` (its profile's `[errors]` entry for the method, or -32601 Method not found for a
+    /// method the agent does not have), or, with no `error`, left it unanswered: then the
+    /// scenario, not the client, is at fault for whatever waits on that answer.
+    UnmatchedRequest {
+        step: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        line: Option<usize>,
+        method: String,
+        /// Transcript index of the request.
+        frame: usize,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<Value>,
+        /// The result answered instead (the profile's `[results]`: a method the real agent
+        /// implements, such as a `session/list` it advertised).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+    },
     /// The harness injected a fault (the frames it altered carry it too, in
     /// [`crate::transcript::Entry::fault`]).
     Fault {
@@ -149,6 +180,9 @@ pub enum Note {
     UserPromptSkipped { session: String, reason: String },
     /// The profile's `[cancel]` command ran and exited with `status`.
     CancelCommandExited { argv: Vec<String>, status: String },
+    /// A full-screen (`[tui]`) client's screen when the case ended: what the person saw last
+    /// (empty: the client never drew).
+    Screen { text: String },
     /// A terminal command of the scenario as the harness saw it, through the probe files the
     /// command writes in the workspace's `.acp-terminal/` (`<name>.pid`, `<name>.exit`,
     /// `<name>.out`; scenarios/README.md "Terminal probes"). Written after the client exited.
@@ -169,6 +203,17 @@ pub struct TerminalProbe {
     /// The exact output the command printed, as it wrote it to `<name>.out` (lossy UTF-8).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// The command's environment as it wrote it to `<name>.env` (`env` output: one
+    /// `NAME=value` a line; a line without `=` continues the value before it and is dropped).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<std::collections::BTreeMap<String, String>>,
+    /// The command's working directory as it wrote it to `<name>.cwd` (`pwd -P`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The command's stdout was a terminal (it wrote `<name>.tty`): the client ran it in a
+    /// pseudo-terminal, whose line discipline turns each `\n` it printed into `\r\n`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tty: bool,
     /// The process still ran when the scenario's last step was done (the client still up).
     #[serde(default)]
     pub running_at_scenario_end: bool,
@@ -241,6 +286,7 @@ impl Note {
             Note::SettleTimeout { .. } => "settle_timeout",
             Note::Branch { .. } => "branch",
             Note::NotApplicable { .. } => "not_applicable",
+            Note::UnmatchedRequest { .. } => "unmatched_request",
             Note::Fault { .. } => "fault",
             Note::AgentKilled { .. } => "agent_killed",
             Note::FrameTooLong { .. } => "frame_too_long",
@@ -253,6 +299,7 @@ impl Note {
             Note::UserChooseSkipped { .. } => "user_choose_skipped",
             Note::UserPromptSkipped { .. } => "user_prompt_skipped",
             Note::CancelCommandExited { .. } => "cancel_command_exited",
+            Note::Screen { .. } => "screen",
             Note::TerminalProbe(_) => "terminal_probe",
         }
     }
@@ -261,6 +308,15 @@ impl Note {
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).expect("a note always serialises")
     }
+}
+
+/// The stretch of a transcript written before step timeouts counted machine time.
+fn no_stretch() -> f64 {
+    1.0
+}
+
+fn is_no_stretch(stretch: &f64) -> bool {
+    *stretch == 1.0
 }
 
 #[cfg(test)]
@@ -281,6 +337,9 @@ mod tests {
             json!({"type":"branch","step":"4","request":"perm","answer":"none","frame":12,"case":null}),
             json!({"type":"branch","step":"4","answer":"no reply within 5 ms","case":"on_timeout"}),
             json!({"type":"fault","kind":"duplicate","step":"2"}),
+            json!({"type":"unmatched_request","step":"4","line":31,"method":"authenticate","frame":7,
+                   "error":{"code":-32602,"message":"Invalid params"}}),
+            json!({"type":"unmatched_request","step":"5","method":"session/prompt","frame":9}),
             json!({"type":"fault","kind":"raw","conn":2}),
             json!({"type":"frame_too_long","conn":1,"bytes":52428800,"max":16777216}),
             json!({"type":"frame_too_long","bytes":7,"wire":false}),

@@ -27,8 +27,10 @@ mod agent;
 mod auth;
 mod fs_calls;
 mod modes;
+mod permissions;
 mod plan;
 mod sessions;
+mod updates;
 
 pub const NAME: &str = "acp-reference-client";
 /// The only ACP protocol version this client speaks.
@@ -129,6 +131,8 @@ pub struct Client {
     terminals: Terminals,
     /// Set by `stop-after-unknown-update` at the first unknown update: nothing after it is read.
     deaf_to_updates: bool,
+    /// `late-unknown-request`: answers held back until the agent's next message.
+    held_answers: Vec<(Value, RpcError)>,
     /// The agent's auth methods, and whether `authenticate` succeeded (client/auth.rs).
     auth: auth::Auth,
 }
@@ -166,6 +170,7 @@ impl Client {
             agent_caps: Value::Null,
             terminals: Terminals::new(mutant),
             deaf_to_updates: false,
+            held_answers: Vec::new(),
             auth: auth::Auth::default(),
         }
     }

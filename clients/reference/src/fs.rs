@@ -49,6 +49,11 @@ pub fn select_lines(text: &str, line: Option<u64>, limit: Option<u64>) -> String
 
 /// `fs/read_text_file {sessionId, path, line?, limit?}` → `{content}`.
 pub async fn read_text_file(params: &Value, mutant: Option<Mutant>) -> Result<Value, RpcError> {
+    // MUTANT refuse-reads (formulahendry/acp-ui#14): fs.readTextFile is advertised, but every
+    // read is answered "Method not found".
+    if mutant == Some(Mutant::RefuseReads) {
+        return Err(RpcError::method_not_found("fs/read_text_file"));
+    }
     let path = absolute_path(params)?;
     let mut line = positive(params, "line", 1)?;
     // MUTANT read-line-zero-based (QwenLM/qwen-code vscode-ide-companion acpFileHandler.ts

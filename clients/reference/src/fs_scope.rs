@@ -58,6 +58,11 @@ impl FsGrants {
         if mutant == Some(Mutant::ServeAnyPath) {
             return Ok(());
         }
+        // MUTANT write-any-path (flazouh/acepe#50: the write command skipped the path check
+        // its read counterpart made): a write is served wherever it leads.
+        if mutant == Some(Mutant::WriteAnyPath) && write {
+            return Ok(());
+        }
         if inside(cwd, path) {
             return Ok(());
         }

@@ -1,8 +1,8 @@
 //! Field-bug mutants: each reproduces one real client bug so that a harness check can prove it
 //! fails. The reference behaviour is `None` (no `--mutant`).
 //!
-//! Adding a mutant = one variant here (with its name, the bug it reproduces and the checks it
-//! must fail) + one decision point in the module whose behaviour it changes. Every decision point
+//! Adding a mutant = one variant here with its name, the bug it reproduces (`mutation/bug.rs`)
+//! and the checks it must fail (`mutation/checks.rs`) + one decision point in the module whose behaviour it changes. Every decision point
 //! is a single `if self.mutant == Some(Mutant::…)` marked `// MUTANT <name>` with a comment naming
 //! the bug, so the reference logic around it stays readable. Decision points today:
 //!
@@ -38,6 +38,7 @@
 //! | `process-cwd-as-session-cwd` | `client.rs`, `send_session_new` (`cwd` sent) |
 //! | `read-line-zero-based` | `fs.rs`, `read_text_file` (the first line a read returns) |
 //! | `serve-any-path` | `fs_scope.rs`, `check` (which paths the client serves without asking) |
+//! | `write-any-path` | `fs_scope.rs`, `check` (which paths the client writes without asking) |
 //! | `register-after-load` | `client/sessions.rs`, `send_reopen` (when a loaded session gets its id) |
 //! | `replay-shown-twice` | `client/sessions.rs`, `on_reopened` (the history shown) |
 //! | `replay-user-as-agent` | `history.rs`, `apply` (whose message a replayed user chunk is) |
@@ -45,6 +46,7 @@
 //! | `release-keeps-running` | `terminal.rs`, `serve` (what `terminal/release` does) |
 //! | `kill-direct-child-only` | `terminal.rs`, `Terminal::kill` (who gets the signal) |
 //! | `truncate-keeps-head` | `terminal.rs`, `Output::push` (which end the limit keeps) |
+//! | `output-since-last-call` | `terminal.rs`, `Terminals::serve` (what `terminal/output` leaves kept) |
 //! | `truncate-mid-character` | `terminal.rs`, `Output::text` (where the kept text starts) |
 //! | `signal-as-exit-zero` | `terminal.rs`, `ExitStatus::from_std` (the exit status reported) |
 //! | `crash-on-unknown-update` | `client/agent.rs`, `on_session_update` (an unknown variant) |
@@ -52,6 +54,8 @@
 //! | `ignore-extension-request` | `client/agent.rs`, `on_agent` (a `_` request) |
 //! | `cancel-as-request` | `client.rs`, `cancel` (how `session/cancel` is sent) |
 //! | `ignore-cancel-request` | `client/agent.rs`, `on_agent` (the agent's `$/cancel_request`) |
+//! | `late-unknown-request` | `client/agent.rs`, `on_agent` (when a request of no ACP method is answered) |
+//! | `select-withdrawn` | `client/agent.rs`, `on_cancel_request` (the answer to a withdrawn approval) |
 //! | `agent-death-as-completed` | `client/agent.rs`, `on_agent_closed` (the state of a turn the agent died in) |
 //! | `silent-failed-start` | `client.rs`, `fail_sessions_opening` (what the user hears of a session the dead agent never opened) |
 //! | `any-protocol-version` | `client/agent.rs`, `on_response` (which protocol versions it goes on with) |
@@ -60,8 +64,19 @@
 //! | `mode-only-from-update` | `client/modes.rs`, `on_set_mode_answer` (a success answer) |
 //! | `ignore-mode-update` | `client/modes.rs`, `on_settings_update` (`current_mode_update`) |
 //! | `retry-without-authenticate` | `client/auth.rs`, `on_auth_required` (what follows `auth_required`) |
+//! | `authenticate-unadvertised` | `client/auth.rs`, `on_auth_required` (the method id sent) |
 //! | `append-plan` | `client/plan.rs`, `on_plan_update` (what a plan update does to the plan shown) |
 //! | `cancel-marks-finished` | `timeline.rs`, `cancel_unfinished` (which rows a Stop marks cancelled) |
+//! | `keep-first-title` | `timeline.rs`, `Item::merged_in` (the title a row keeps) |
+//! | `refuse-reads` | `fs.rs`, `read_text_file` (whether a read is served at all) |
+//! | `require-raw-input` | `client/agent.rs`, `on_permission_request` (which requests are valid) |
+//! | `local-session-after-failed-start` | `client/agent.rs`, `on_response` (the sessions of an unspoken protocol version) |
+//! | `die-on-wait-for-exit` | `client/agent.rs`, `on_agent` (`terminal/wait_for_exit`) |
+//! | `drop-env` | `terminal.rs`, `Terminals::create` (the command's environment) |
+//! | `hang-on-agent-death` | `client/agent.rs`, `on_agent_closed` (whether a dead agent is noticed) |
+
+mod bug;
+mod checks;
 
 use std::fmt;
 use std::str::FromStr;
@@ -142,6 +157,9 @@ pub enum Mutant {
     /// packages/vscode-ide-companion/src/services/acpFileHandler.ts@13e242dd: `fs.readFile(params.path)`
     /// with no containment check).
     ServeAnyPath,
+    /// Reads are kept inside the workspace, but `fs/write_text_file` is served for any path,
+    /// with nobody asked (flazouh/acepe#50: the write command skipped the read's path check).
+    WriteAnyPath,
     // ----- session lifecycle
     /// A loaded session is registered only when `session/load` answers, so the history the agent
     /// replays before the answer is dropped (zed-industries/zed#54431).
@@ -165,6 +183,10 @@ pub enum Mutant {
     /// `outputByteLimit` keeps the first bytes instead of the last (can1357/oh-my-pi#7078:
     /// terminal output head-truncated).
     TruncateKeepsHead,
+    /// `terminal/output` hands out only what the command printed since the previous
+    /// `terminal/output` (a buffer drained on every read), not all the output kept so far
+    /// (issue 42 item 12; no public report yet).
+    OutputSinceLastCall,
     /// The kept byte suffix is decoded from inside a multi-byte character, which becomes U+FFFD
     /// (mrmans0n/alas#352, review of its ACP terminal).
     TruncateMidCharacter,
@@ -187,6 +209,16 @@ pub enum Mutant {
     /// stays and the request is never answered (mrmans0n/alas#1380 review: a cancellation that
     /// arrives while the policy lookup runs is lost and the request stays parked).
     IgnoreCancelRequest,
+    /// A request of a method outside ACP that is not `_`-prefixed (qwen-code 0.21.10's
+    /// `craft/drainMidTurnQueue`) is answered `-32601` only after three seconds, as by a client
+    /// that routes unknown methods to a slow fallback: the agent, which waits for the answer,
+    /// stalls its turn (QwenLM/qwen-code#4925: an agent hung on an unanswered request).
+    LateUnknownRequest,
+    /// The agent's `$/cancel_request` for a pending approval closes the card with its first
+    /// allow option instead of `cancelled`: a withdrawn request is answered with an approval of
+    /// a tool call the agent gave up (claude-agent-acp 0.85.1 withdraws the request on Stop,
+    /// recorded; https://agentclientprotocol.com/protocol/v1/cancellation).
+    SelectWithdrawn,
     /// A turn whose agent process died before answering the prompt is shown completed, as if
     /// the agent had ended it: the lost connection is taken for the end (acp-cli 0.3.1 `exec`
     /// prints `done` first whenever its bridge goes away, and exits 0 on the race that an agent
@@ -215,6 +247,10 @@ pub enum Mutant {
     /// An `auth_required` `session/new` is sent again without `authenticate`
     /// (omnigent-ai/omnigent#7282).
     RetryWithoutAuthenticate,
+    /// `authenticate` names a method id from the client's own settings, not one the agent
+    /// advertised (getpaseo/paseo#4775's configured `authMethod`; NousResearch/hermes-agent#9438
+    /// is why agents refuse such ids).
+    AuthenticateUnadvertised,
     // ---- the plan ----
     /// A plan update's entries are appended to the plan shown instead of replacing it
     /// (LodyAI/Lody#264, review; hardbeat920/monocode#10).
@@ -223,10 +259,39 @@ pub enum Mutant {
     /// A Stop marks every tool call of the turn `cancelled`, finished ones too
     /// (zed-industries/zed#30021).
     CancelMarksFinished,
+    // ---- tool call title ----
+    /// A row keeps the first title its tool call had: a later title in an update is dropped
+    /// (zed-industries/zed#49456).
+    KeepFirstTitle,
+    // ---- file reads ----
+    /// `fs.readTextFile` is advertised, but every `fs/read_text_file` is answered `-32601`
+    /// (formulahendry/acp-ui#14).
+    RefuseReads,
+    // ---- valid requests ----
+    /// A permission request whose `toolCall.rawInput` is `null` is refused `-32602` and never
+    /// shown: the client's own types are stricter than ACP's (tiann/hapi#1781).
+    RequireRawInput,
+    // ---- session opening ----
+    /// After the agent chose a protocol version the client does not speak, the client closes
+    /// the connection and says so, but the session's tab stays open under a local id (the shape
+    /// of different-ai-studio/teamclu#548: a chat kept bound to an ACP session no agent has).
+    LocalSessionAfterFailedStart,
+    // ---- requests left pending ----
+    /// The client dies while a `terminal/wait_for_exit` is pending (what issue 42 item 8 saw
+    /// of an independent client: the run ended as `crash` and the lost answer went unnamed).
+    DieOnWaitForExit,
+    // ---- terminal environment ----
+    /// `terminal/create`'s `env` entries are dropped: the command runs in the client's own
+    /// environment (xuzhougeng/wispterm#549).
+    DropEnv,
+    // ---- a dead agent ----
+    /// The agent's death goes unnoticed: the client neither reports it nor exits (issue 42
+    /// item 11: a client whose SDK never fails pending requests at EOF).
+    HangOnAgentDeath,
 }
 
 impl Mutant {
-    pub const ALL: [Mutant; 51] = [
+    pub const ALL: [Mutant; 63] = [
         Mutant::AlwaysCommand,
         Mutant::KindFromRequest,
         Mutant::UnofferedOption,
@@ -254,6 +319,7 @@ impl Mutant {
         Mutant::ProcessCwdAsSessionCwd,
         Mutant::ReadLineZeroBased,
         Mutant::ServeAnyPath,
+        Mutant::WriteAnyPath,
         Mutant::RegisterAfterLoad,
         Mutant::ReplayShownTwice,
         Mutant::ReplayUserAsAgent,
@@ -261,6 +327,7 @@ impl Mutant {
         Mutant::ReleaseKeepsRunning,
         Mutant::KillDirectChildOnly,
         Mutant::TruncateKeepsHead,
+        Mutant::OutputSinceLastCall,
         Mutant::TruncateMidCharacter,
         Mutant::SignalAsExitZero,
         Mutant::CrashOnUnknownUpdate,
@@ -268,6 +335,8 @@ impl Mutant {
         Mutant::IgnoreExtensionRequest,
         Mutant::CancelAsRequest,
         Mutant::IgnoreCancelRequest,
+        Mutant::LateUnknownRequest,
+        Mutant::SelectWithdrawn,
         Mutant::AgentDeathAsCompleted,
         Mutant::SilentFailedStart,
         Mutant::AnyProtocolVersion,
@@ -277,10 +346,25 @@ impl Mutant {
         Mutant::ModeOnlyFromUpdate,
         Mutant::IgnoreModeUpdate,
         Mutant::RetryWithoutAuthenticate,
+        Mutant::AuthenticateUnadvertised,
         // the plan
         Mutant::AppendPlan,
         // tool call status
         Mutant::CancelMarksFinished,
+        // tool call title
+        Mutant::KeepFirstTitle,
+        // file reads
+        Mutant::RefuseReads,
+        // valid requests
+        Mutant::RequireRawInput,
+        // session opening
+        Mutant::LocalSessionAfterFailedStart,
+        // requests left pending
+        Mutant::DieOnWaitForExit,
+        // terminal environment
+        Mutant::DropEnv,
+        // a dead agent
+        Mutant::HangOnAgentDeath,
     ];
 
     /// The `--mutant` name.
@@ -313,6 +397,7 @@ impl Mutant {
             Mutant::ProcessCwdAsSessionCwd => "process-cwd-as-session-cwd",
             Mutant::ReadLineZeroBased => "read-line-zero-based",
             Mutant::ServeAnyPath => "serve-any-path",
+            Mutant::WriteAnyPath => "write-any-path",
             Mutant::RegisterAfterLoad => "register-after-load",
             Mutant::ReplayShownTwice => "replay-shown-twice",
             Mutant::ReplayUserAsAgent => "replay-user-as-agent",
@@ -320,6 +405,7 @@ impl Mutant {
             Mutant::ReleaseKeepsRunning => "release-keeps-running",
             Mutant::KillDirectChildOnly => "kill-direct-child-only",
             Mutant::TruncateKeepsHead => "truncate-keeps-head",
+            Mutant::OutputSinceLastCall => "output-since-last-call",
             Mutant::TruncateMidCharacter => "truncate-mid-character",
             Mutant::SignalAsExitZero => "signal-as-exit-zero",
             Mutant::CrashOnUnknownUpdate => "crash-on-unknown-update",
@@ -327,6 +413,8 @@ impl Mutant {
             Mutant::IgnoreExtensionRequest => "ignore-extension-request",
             Mutant::CancelAsRequest => "cancel-as-request",
             Mutant::IgnoreCancelRequest => "ignore-cancel-request",
+            Mutant::LateUnknownRequest => "late-unknown-request",
+            Mutant::SelectWithdrawn => "select-withdrawn",
             Mutant::AgentDeathAsCompleted => "agent-death-as-completed",
             Mutant::SilentFailedStart => "silent-failed-start",
             Mutant::AnyProtocolVersion => "any-protocol-version",
@@ -336,319 +424,25 @@ impl Mutant {
             Mutant::ModeOnlyFromUpdate => "mode-only-from-update",
             Mutant::IgnoreModeUpdate => "ignore-mode-update",
             Mutant::RetryWithoutAuthenticate => "retry-without-authenticate",
+            Mutant::AuthenticateUnadvertised => "authenticate-unadvertised",
             // the plan
             Mutant::AppendPlan => "append-plan",
             // tool call status
             Mutant::CancelMarksFinished => "cancel-marks-finished",
-        }
-    }
-
-    /// The real-world bug this mutant reproduces.
-    pub fn bug(self) -> &'static str {
-        match self {
-            Mutant::AlwaysCommand => {
-                "get-bb/bb#1719 (before #1803): every permission request is shown as a command \
-                 approval, whose command is rawInput.command, else the title, else the kind"
-            }
-            Mutant::KindFromRequest => {
-                "acpx, t3code, CodeCompanion: the approval's subject comes from the request's own \
-                 toolCall.kind (`other` or absent → generic), never merged with the earlier \
-                 tool_call"
-            }
-            Mutant::UnofferedOption => {
-                "ZERO #915: the answer is built from a fixed default list, so it sends optionId \
-                 \"allow\" or \"reject\" whatever the agent offered"
-            }
-            Mutant::CollapseByKind => {
-                "bb, t3code, CodeCompanion: one button per decision (first allow_once, first \
-                 allow_always, first reject_once); reject_always and a second option of a kind \
-                 are unreachable"
-            }
-            Mutant::DuplicateLabels => {
-                "ZERO #915, CodeCompanion: buttons are labelled by kind only (\"Allow\" / \
-                 \"Reject\"), so two options look the same"
-            }
-            Mutant::CancelAsReject => {
-                "acpx Ctrl-C at its y/N prompt: a user cancel answers pending approvals with the \
-                 first offered reject option and never sends session/cancel"
-            }
-            Mutant::CancelAsFailed => {
-                "ZERO #915: a turn the agent ends with stopReason cancelled is shown as failed \
-                 (\"internal error\")"
-            }
-            Mutant::NoCancelledAnswer => {
-                "Toad, Python SDK gemini example: Stop sends session/cancel but pending approvals \
-                 are never answered cancelled"
-            }
-            Mutant::OverwriteSameToolCall => {
-                "jupyter-ai-acp-client: pending approvals are keyed by (session, toolCallId), so a \
-                 second request for the same tool call replaces the first, which is never \
-                 answered, even on cancel"
-            }
-            Mutant::FlipOnApproval => {
-                "get-bb/bb#1719 (timeline): when the approval arrives the file-change row becomes \
-                 a command row, and turns back when the agent reports it completed/failed"
-            }
-            Mutant::GlobalApprovalHandler => {
-                "Nano-Collective/nanocoder#1080: one global approval handler, installed by the \
-                 last prompt, so approvals of every session are shown in that session and Stop \
-                 there cancels them all"
-            }
-            Mutant::RelativeCwd => {
-                "openkaiden/kaiden#2635: session/new is sent with cwd \".\" (the agent is assumed \
-                 to run in the project directory)"
-            }
-            Mutant::McpServerWithoutEnv => {
-                "can1357/oh-my-pi#7722: session/new lists a stdio MCP server in the \
-                 {command, args} shape of a desktop config, without the required env array"
-            }
-            Mutant::EditorSaveHooks => {
-                "fs/write_text_file goes through the editor buffer's save hooks (Zed \
-                 ensure_final_newline_on_save / remove_trailing_whitespace_on_save, on by \
-                 default): the file on disk differs from the content the agent sent"
-            }
-            Mutant::SessionBeforeInitialized => {
-                "session/new is sent right behind initialize, before the agent answered it (ACP \
-                 #23: initialization must complete first; cf. openonion/connectonion#958)"
-            }
-            Mutant::ApproveByRequestKind => {
-                "felinics/Memoh#972: a request whose own toolCall.kind the policy approves \
-                 (read/search/fetch/think/switch_mode there) is approved at once, with no \
-                 evaluation of what was announced or where it reaches (runs with --policy \
-                 read-only)"
-            }
-            Mutant::ApproveByTitleGuess => {
-                "acpx approve-reads (src/permissions.ts inferToolKind): a kindless request's kind \
-                 is guessed from its title's first word, so `cat ~/.ssh/id_rsa | curl …` is \
-                 approved as a read (runs with --policy read-only)"
-            }
-            Mutant::WorkspacePrefixCheck => {
-                "CVE-2025-53110 (modelcontextprotocol/servers filesystem): \"inside the \
-                 workspace\" is a string-prefix test without normalisation, so `<ws>/../x` and \
-                 `<ws>-evil/x` pass (runs with --policy workspace-write)"
-            }
-            Mutant::RememberedAnyKind => {
-                "docker/docker-agent#4376 (before the fix): \"allow and remember\" turned on \
-                 auto-approval for every tool of the session, not the one the user allowed"
-            }
-            Mutant::TurnNeverEnded => {
-                "pingdotgg/t3code#7484 (a spinner that never stops), \
-                 agentclientprotocol/claude-agent-acp#694 (JetBrains stuck in running): the \
-                 agent's stopReason arrives but the turn is never shown ended"
-            }
-            Mutant::NoRowForRequestOnly => {
-                "rows built from tool_call alone (the shape google-gemini/gemini-cli#21783 \
-                 complains about): a tool call announced first by its permission request or by \
-                 an update, as qwen-code and codex-acp 0.13 do, gets an approval card but no row"
-            }
-            Mutant::ToolCallsKeyedById => {
-                "pingdotgg/t3code#304: tool calls keyed by toolCallId alone, so another \
-                 session's updates for the same id change (or reset) this session's row"
-            }
-            Mutant::CardDroppedOnProgress => {
-                "xenodium/agent-shell#369: the approval card disappears when the agent reports \
-                 the tool call in_progress (or retitles it) before the grant, and the request is \
-                 never answered"
-            }
-            Mutant::RequestAfterStopToUser => {
-                "a permission request arriving after Stop, before the agent's cancelled stop, \
-                 is shown to the user instead of answered cancelled by the client (ACP \
-                 tool-calls: in a cancelled turn the client MUST answer cancelled)"
-            }
-            Mutant::ProcessCwdAsSessionCwd => {
-                "formulahendry/vscode-acp#14 (before the fix): session/new carries the client \
-                 process's own cwd, not the folder the user opened"
-            }
-            Mutant::ReadLineZeroBased => {
-                "QwenLM/qwen-code vscode-ide-companion acpFileHandler.ts (before 13e242dd, \
-                 \"ACP spec: line is 1-based\"): fs/read_text_file slices from index `line`, so \
-                 line 2 returns the third line onwards"
-            }
-            Mutant::ServeAnyPath => {
-                "QwenLM/qwen-code vscode-ide-companion acpFileHandler.ts@13e242dd: \
-                 fs/read_text_file and fs/write_text_file serve params.path as given, so \
-                 `<outside>/../../../etc/passwd` or a symlink out of the workspace is read \
-                 without asking the user"
-            }
-            Mutant::RegisterAfterLoad => {
-                "zed-industries/zed#54431 (before the fix): the session is inserted only after \
-                 session/load resolves, so the session/update replay the agent sends before its \
-                 answer finds no session and is dropped"
-            }
-            Mutant::ReplayShownTwice => {
-                "mrmans0n/alas#406 (before the fix): reopening a session shows the transcript \
-                 the client kept and then appends the agent's session/load replay of it, so \
-                 the conversation appears twice"
-            }
-            Mutant::ReplayUserAsAgent => {
-                "raphaeltm/simple-agent-manager#79 (before the fix): a replayed \
-                 user_message_chunk is not rendered as the user's message (it fell through to a \
-                 raw fallback); here it shows in the agent's voice"
-            }
-            Mutant::UngatedResume => {
-                "capability-gated calls made whatever the peer advertised (the shape of \
-                 modelcontextprotocol/python-sdk#2689): session/resume is sent to an agent \
-                 without sessionCapabilities.resume"
-            }
-            Mutant::ReleaseKeepsRunning => {
-                "terminal/release forgets the terminal id but does not kill the command (the \
-                 terminal-manager bug flagged in MyRobotLab/myrobotlab#1397's review: removing a \
-                 terminal from the map does not stop it); ACP: release kills a running command"
-            }
-            Mutant::KillDirectChildOnly => {
-                "nexu-io/open-design#7431, clawbench-dev/clawbench#344: only the direct child is \
-                 signalled, so the processes a shell line started survive kill and release"
-            }
-            Mutant::TruncateKeepsHead => {
-                "can1357/oh-my-pi#7078 (review): terminal output is head-truncated, so \
-                 outputByteLimit keeps the oldest bytes and drops the newest"
-            }
-            Mutant::TruncateMidCharacter => {
-                "mrmans0n/alas#352 (review of its ACP terminal): the kept byte suffix starts \
-                 inside a multi-byte character, which is decoded as U+FFFD"
-            }
-            Mutant::SignalAsExitZero => {
-                "earendil-works/pi#8992, openclaw/openclaw#148027: a command killed by a signal \
-                 is reported with exit code 0 (`code ?? 0`) and no signal"
-            }
-            Mutant::CrashOnUnknownUpdate => {
-                "RyderFreeman4Logos/cli-sub-agent#2585: a session/update variant the client's typed \
-                 parser does not know (usage_update there) fails JSON-RPC decoding and the \
-                 client dies"
-            }
-            Mutant::StopAfterUnknownUpdate => {
-                "xenodium/agent-shell#455: after a session/update it does not understand the \
-                 client processes no further update, so the rest of the turn is never shown"
-            }
-            Mutant::IgnoreExtensionRequest => {
-                "carlos-algms/agentic.nvim#314 (before the fix): an unrecognized agent request \
-                 (a _-prefixed extension) is logged and never answered; the agent waits for its \
-                 id (QwenLM/qwen-code#4925)"
-            }
-            Mutant::CancelAsRequest => {
-                "xenodium/acp.el#1, nexu-io/open-design#7959: session/cancel is sent as a request \
-                 with an id; an agent that handles it as the notification it is answers -32601 \
-                 or nothing, and the turn is not cancelled"
-            }
-            Mutant::IgnoreCancelRequest => {
-                "mrmans0n/alas#1380 (review): the agent's $/cancel_request for a pending \
-                 permission request is lost, so the card stays and the request is never \
-                 answered (R52: a result or -32800)"
-            }
-            Mutant::AgentDeathAsCompleted => {
-                "acp-cli 0.3.1 (motosan-dev/acp-cli, src/cli/prompt.rs run_exec): the agent's \
-                 lost connection is taken for the end of the turn (`exec` prints done when its \
-                 bridge goes away, and exits 0 when an agent that died before answering \
-                 initialize leaves no error behind): a turn whose agent died is shown completed"
-            }
-            Mutant::SilentFailedStart => {
-                "acp-cli 0.3.1 (motosan-dev/acp-cli, src/cli/prompt.rs run_exec): when the agent \
-                 dies before it answers initialize, the bridge's error is dropped (`let _ = \
-                 bridge.shutdown()`), and the user is told nothing of the session that never \
-                 opened"
-            }
-            Mutant::AnyProtocolVersion => {
-                "acpx 0.19.1 (openclaw/acpx, initializeAgentConnection): the protocol version the \
-                 agent chose in its initialize answer is logged, never compared with the one the \
-                 client speaks, and the session is opened in it"
-            }
-            // modes, config options and authentication
-            Mutant::UnofferedMode => {
-                "session/set_mode with a mode id the agent never offered (ACP session-modes: \
-                 modeId must be one of availableModes); langchain-ai/deepagents#6138 is what an \
-                 agent that does not check then does with it"
-            }
-            Mutant::OptimisticModeSwitch => {
-                "openclaw/openclaw#41185, as the user saw it: the IDE showed the mode switched \
-                 while the agent had refused it and kept working in the old mode"
-            }
-            Mutant::ModeOnlyFromUpdate => {
-                "agent-of-empires/agent-of-empires#1028: the mode picker waited for a \
-                 current_mode_update, which claude-agent-acp does not send after a successful \
-                 session/set_mode, so picking a mode did nothing"
-            }
-            Mutant::IgnoreModeUpdate => {
-                "Corsinvest/cv4vs-agents#174: after the user approved a plan the selector kept \
-                 reading Plan while files were being written (the agent's own mode change was \
-                 thrown away)"
-            }
-            Mutant::RetryWithoutAuthenticate => {
-                "omnigent-ai/omnigent#7282: the ACP executor never sent authenticate, and opened \
-                 the session again after the agent had answered auth_required"
-            }
-            Mutant::AppendPlan => {
-                "LodyAI/Lody#264 (review: a revised plan was added next to the obsolete one, which \
-                 stayed visible) and hardbeat920/monocode#10 (every plan snapshot appended as a \
-                 new plan card, several cards for one plan): each plan update's entries are \
-                 appended to the plan shown, though every update is the complete plan"
-            }
-            Mutant::CancelMarksFinished => {
-                "zed-industries/zed#30021 (\"tool cancelled\" status overapplied to failed tool \
-                 calls: past failed tool calls displayed as cancelled by the user): a Stop marks \
-                 every tool call of the turn cancelled, the completed and failed ones too, though \
-                 only the unfinished ones are being cancelled"
-            }
-        }
-    }
-
-    /// The harness checks this mutant must fail across the scenario corpus. The self-test
-    /// (`harness/tests/self_test.rs`) asserts the exact set.
-    pub fn checks(self) -> &'static [&'static str] {
-        match self {
-            Mutant::AlwaysCommand | Mutant::KindFromRequest => &["subject-kind"],
-            Mutant::UnofferedOption | Mutant::CollapseByKind | Mutant::DuplicateLabels => {
-                &["offered-options"]
-            }
-            Mutant::CancelAsReject => &["cancel-stop"],
-            Mutant::CancelAsFailed => &["cancel-stop", "turn-end"],
-            Mutant::NoCancelledAnswer => &["cancel-stop", "jsonrpc"],
-            Mutant::OverwriteSameToolCall => &["cancel-stop", "jsonrpc", "offered-options"],
-            Mutant::FlipOnApproval => &["stable-item-type", "subject-kind", "tool-call-row"],
-            Mutant::GlobalApprovalHandler => {
-                &["offered-options", "session-isolation", "subject-kind"]
-            }
-            Mutant::RelativeCwd => &["session-cwd"],
-            Mutant::McpServerWithoutEnv => &["schema"],
-            Mutant::EditorSaveHooks => &["fs"],
-            Mutant::SessionBeforeInitialized => &["initialize"],
-            Mutant::ApproveByRequestKind
-            | Mutant::ApproveByTitleGuess
-            | Mutant::WorkspacePrefixCheck
-            | Mutant::RememberedAnyKind => &["auto-approval"],
-            Mutant::TurnNeverEnded => &["cancel-stop", "turn-end"],
-            Mutant::NoRowForRequestOnly => &["tool-call-row"],
-            Mutant::ToolCallsKeyedById => &["session-isolation", "tool-call-row"],
-            Mutant::CardDroppedOnProgress => &["offered-options"],
-            Mutant::RequestAfterStopToUser => &["cancel-stop", "jsonrpc"],
-            Mutant::ProcessCwdAsSessionCwd => &["session-cwd"],
-            Mutant::ReadLineZeroBased => &["fs"],
-            Mutant::ServeAnyPath => &["auto-approval"],
-            Mutant::RegisterAfterLoad => &["session-load", "tool-call-row"],
-            Mutant::ReplayShownTwice => &["session-load"],
-            Mutant::ReplayUserAsAgent => &["session-load"],
-            Mutant::UngatedResume => &["initialize"],
-            Mutant::ReleaseKeepsRunning
-            | Mutant::KillDirectChildOnly
-            | Mutant::TruncateKeepsHead
-            | Mutant::TruncateMidCharacter
-            | Mutant::SignalAsExitZero => &["terminal"],
-            Mutant::CrashOnUnknownUpdate => &["tool-call-row", "turn-end", "unknown-messages"],
-            Mutant::StopAfterUnknownUpdate => &["tool-call-row", "unknown-messages"],
-            Mutant::IgnoreExtensionRequest => &["jsonrpc", "unknown-messages"],
-            Mutant::CancelAsRequest => &["cancel-stop", "jsonrpc", "schema"],
-            Mutant::IgnoreCancelRequest => &["jsonrpc"],
-            Mutant::AgentDeathAsCompleted => &["turn-end"],
-            Mutant::SilentFailedStart | Mutant::AnyProtocolVersion => &["session-open"],
-            // modes, config options and authentication
-            Mutant::UnofferedMode
-            | Mutant::OptimisticModeSwitch
-            | Mutant::ModeOnlyFromUpdate
-            | Mutant::IgnoreModeUpdate => &["session-mode"],
-            Mutant::RetryWithoutAuthenticate => &["authenticate"],
-            // the plan
-            Mutant::AppendPlan => &["plan"],
-            // tool call status
-            Mutant::CancelMarksFinished => &["tool-call-status"],
+            // tool call title
+            Mutant::KeepFirstTitle => "keep-first-title",
+            // file reads
+            Mutant::RefuseReads => "refuse-reads",
+            // valid requests
+            Mutant::RequireRawInput => "require-raw-input",
+            // session opening
+            Mutant::LocalSessionAfterFailedStart => "local-session-after-failed-start",
+            // requests left pending
+            Mutant::DieOnWaitForExit => "die-on-wait-for-exit",
+            // terminal environment
+            Mutant::DropEnv => "drop-env",
+            // a dead agent
+            Mutant::HangOnAgentDeath => "hang-on-agent-death",
         }
     }
 }

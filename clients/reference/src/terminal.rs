@@ -229,10 +229,20 @@ impl Terminals {
         }
         match method {
             "terminal/output" => {
+                let mutant = self.mutant;
                 let (output, truncated) = terminal
                     .output
                     .lock()
-                    .map(|o| o.text(self.mutant))
+                    .map(|mut o| {
+                        let text = o.text(mutant);
+                        // MUTANT output-since-last-call (issue 42 item 12: a buffer drained by
+                        // every read): what was handed out is forgotten.
+                        if mutant == Some(Mutant::OutputSinceLastCall) {
+                            o.bytes.clear();
+                            o.truncated = false;
+                        }
+                        text
+                    })
                     .unwrap_or_default();
                 let mut answer = json!({"output": output, "truncated": truncated});
                 if let Some(exit) = terminal.exited() {
@@ -332,8 +342,12 @@ impl Terminals {
             direct.args(&args);
             direct
         };
-        cmd.envs(env)
-            .current_dir(&cwd)
+        // MUTANT drop-env (xuzhougeng/wispterm#549): the agent's `env` entries are dropped, so
+        // the command runs in the client's own environment.
+        if self.mutant != Some(Mutant::DropEnv) {
+            cmd.envs(env);
+        }
+        cmd.current_dir(&cwd)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

@@ -54,6 +54,8 @@ struct Item {
     local_status: Option<&'static str>,
     /// Only set by the `flip-on-approval` mutant: the type shown while the call runs.
     retyped: Option<Subject>,
+    /// Only set by the `keep-first-title` mutant: the first title the call had.
+    first_title: Option<String>,
     /// The view last reported, to report changes only.
     shown: Option<ItemView>,
     /// Every specific kind and every place any announcement named: what the client decides
@@ -129,7 +131,24 @@ impl Item {
     }
 
     /// What every announcement does after its fields are merged: the view, if it changed.
-    fn merged_in(&mut self) -> Option<ItemView> {
+    fn merged_in(&mut self, mutant: Option<Mutant>) -> Option<ItemView> {
+        // MUTANT keep-first-title (zed-industries/zed#49456): the row keeps the first title
+        // the call had; a later title in an update is dropped.
+        if mutant == Some(Mutant::KeepFirstTitle) {
+            match &self.first_title {
+                Some(first) => {
+                    self.call
+                        .insert("title".into(), Value::String(first.clone()));
+                }
+                None => {
+                    self.first_title = self
+                        .call
+                        .get("title")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned);
+                }
+            }
+        }
         if self.is_finished() {
             // flip-on-approval: the retype lasts while the call runs (no-op for the reference).
             self.retyped = None;
@@ -251,9 +270,10 @@ impl Timeline {
         update: &Map<String, Value>,
         turn: u64,
     ) -> Option<ItemView> {
+        let mutant = self.mutant;
         let item = self.noted(session_id, tool_call_id, update, turn);
         merge_copied(&mut item.call, update);
-        item.merged_in()
+        item.merged_in(mutant)
     }
 
     /// [`Self::announce`] with the update's fields moved into the item instead of copied (the
@@ -265,9 +285,10 @@ impl Timeline {
         update: Map<String, Value>,
         turn: u64,
     ) -> Option<ItemView> {
+        let mutant = self.mutant;
         let item = self.noted(session_id, tool_call_id, &update, turn);
         merge(&mut item.call, update);
-        item.merged_in()
+        item.merged_in(mutant)
     }
 
     /// The item an announcement is about (created if new), with what the announcement names
@@ -295,6 +316,7 @@ impl Timeline {
     /// [`Self::announce_moved`] of a tool call's `session/update` read from its line: the same
     /// fields merged the same way (`merge`), its `content` kept as text.
     pub fn announce_update(&mut self, update: ToolUpdate, turn: u64) -> Option<ItemView> {
+        let mutant = self.mutant;
         let item = self.item(update.session_id(), update.tool_call_id(), turn);
         item.note(
             update.kind(),
@@ -319,7 +341,7 @@ impl Timeline {
             call.remove("content");
             item.content = update.into_content();
         }
-        item.merged_in()
+        item.merged_in(mutant)
     }
 
     /// The item of `tool_call_id` in `session_id`, created (during `turn`) if it is new.
@@ -342,6 +364,7 @@ impl Timeline {
                     turn,
                     local_status: None,
                     retyped: None,
+                    first_title: None,
                     shown: None,
                     kinds: Vec::new(),
                     places: Vec::new(),

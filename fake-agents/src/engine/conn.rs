@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::time::Instant;
 
 use super::user::guard;
 use super::{BATCH_BYTES, Connector, Engine, StepResult, Stop};
 use crate::link::AgentLink;
+use crate::machine_time::Deadline;
 use crate::mailbox::{Msg, WaitError};
 use crate::scenario::Step;
 
@@ -18,15 +18,11 @@ impl<'a, C: Connector> Engine<'a, C> {
     pub(super) async fn connection(
         &mut self,
         step: &Step,
-        deadline: Instant,
-        timeout: Duration,
+        deadline: &Deadline,
     ) -> Result<&mut AgentLink, Stop> {
         if self.conn.is_none() {
-            let accepted = guard(
-                self.progress.clone(),
-                tokio::time::timeout_at(deadline, self.connector.accept()),
-            )
-            .await?;
+            let accepted =
+                guard(self.progress.clone(), deadline.run(self.connector.accept())).await?;
             let conn = match accepted {
                 Ok(Ok(conn)) => conn,
                 // The connector knows the client is gone: the client's doing, not ours.
@@ -43,7 +39,7 @@ impl<'a, C: Connector> Engine<'a, C> {
                     return Err(self.timed_out(
                         step,
                         "the client did not start the agent (no agent connection)",
-                        timeout,
+                        deadline,
                     ));
                 }
             };
@@ -60,30 +56,43 @@ impl<'a, C: Connector> Engine<'a, C> {
         what: &str,
         fits: impl FnMut(&Msg) -> Option<T>,
     ) -> Result<(Msg, T), Stop> {
-        match self.take_within(step, timeout, fits).await? {
+        let deadline = Deadline::after(timeout);
+        match self.take_within(step, &deadline, fits).await? {
             Ok(found) => Ok(found),
             Err(WaitError::TimedOut) => {
-                Err(self.timed_out(step, &format!("client sent no {what}"), timeout))
+                Err(self.timed_out(step, &format!("client sent no {what}"), &deadline))
             }
             Err(WaitError::Closed) => Err(self.closed(step, &format!("waiting for {what}"))),
         }
     }
 
     /// [`Self::take`], but a timeout or the connection's end is the caller's to handle (no
-    /// note is written).
+    /// note is written). Meanwhile a client request that no step takes is answered as the real
+    /// agent answers it (`unmatched`), and the wait goes on.
     pub(super) async fn take_within<T>(
         &mut self,
         step: &Step,
-        timeout: Duration,
-        fits: impl FnMut(&Msg) -> Option<T>,
+        deadline: &Deadline,
+        mut fits: impl FnMut(&Msg) -> Option<T>,
     ) -> Result<Result<(Msg, T), WaitError>, Stop> {
-        let deadline = Instant::now() + timeout;
-        let mailbox = self
-            .connection(step, deadline, timeout)
-            .await?
-            .mailbox()
-            .clone();
-        guard(self.progress.clone(), mailbox.take(fits, deadline)).await
+        enum Taken<T> {
+            Fits(T),
+            Unmatched,
+        }
+        loop {
+            let mailbox = self.connection(step, deadline).await?.mailbox().clone();
+            let progress = self.progress.clone();
+            let unmatched = self.unmatched();
+            let pick = |m: &Msg| match fits(m) {
+                Some(t) => Some(Taken::Fits(t)),
+                None => unmatched.is_unmatched(m).then_some(Taken::Unmatched),
+            };
+            match guard(progress, mailbox.take(pick, deadline)).await? {
+                Ok((msg, Taken::Fits(t))) => return Ok(Ok((msg, t))),
+                Ok((msg, Taken::Unmatched)) => self.answer_unmatched(step, &msg).await?,
+                Err(e) => return Ok(Err(e)),
+            }
+        }
     }
 
     /// Records, then writes one frame (plus `\n`).
@@ -119,10 +128,10 @@ impl<'a, C: Connector> Engine<'a, C> {
         if self.outbox.len() + frame.len() >= BATCH_BYTES {
             return self.write(step, frame, timeout).await;
         }
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         let rec = self.rec;
         let fault = self.faulting;
-        let conn = self.connection(step, deadline, timeout).await?;
+        let conn = self.connection(step, &deadline).await?;
         conn.record_sent(rec, &[frame], fault);
         self.outbox.extend_from_slice(frame);
         self.outbox.push(b'\n');
@@ -134,7 +143,8 @@ impl<'a, C: Connector> Engine<'a, C> {
     pub(super) async fn flush_outbox(&mut self) {
         let bytes = std::mem::take(&mut self.outbox);
         if let (false, Some(conn)) = (bytes.is_empty(), self.conn.as_mut()) {
-            let _ = tokio::time::timeout(self.cfg.step_timeout, conn.write_raw(&bytes)).await;
+            let _ =
+                crate::machine_time::timeout(self.cfg.step_timeout, conn.write_raw(&bytes)).await;
         }
     }
 
@@ -148,12 +158,12 @@ impl<'a, C: Connector> Engine<'a, C> {
         parts: &[&[u8]],
         timeout: Duration,
     ) -> StepResult {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         let rec = self.rec;
         let progress = self.progress.clone();
         let fault = self.faulting;
         let mut first = std::mem::take(&mut self.outbox);
-        let conn = self.connection(step, deadline, timeout).await?;
+        let conn = self.connection(step, &deadline).await?;
         conn.record_sent(rec, frames, fault);
         let parts: Vec<&[u8]> = match parts.split_first() {
             Some((head, rest)) if !first.is_empty() => {
@@ -164,15 +174,13 @@ impl<'a, C: Connector> Engine<'a, C> {
             }
             _ => parts.to_vec(),
         };
-        let written = guard(
-            progress,
-            tokio::time::timeout_at(deadline, conn.write_parts(&parts)),
-        )
-        .await?;
+        let written = guard(progress, deadline.run(conn.write_parts(&parts))).await?;
         match written {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(self.closed(step, &format!("the agent was writing to it ({e})"))),
-            Err(_) => Err(self.timed_out(step, "client did not read the agent's output", timeout)),
+            Err(_) => {
+                Err(self.timed_out(step, "client did not read the agent's output", &deadline))
+            }
         }
     }
 }

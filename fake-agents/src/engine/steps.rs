@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::conn::to_bytes;
 use super::user::guard;
 use super::{Connector, Engine, Sent, StepResult, Stop};
+use crate::machine_time::Deadline;
 use crate::mailbox::{Msg, WaitError};
 use crate::matching::{self, Answer};
 use crate::scenario::{
@@ -171,9 +172,12 @@ impl<'a, C: Connector> Engine<'a, C> {
         let Some(case) = branch else {
             return self.take(step, timeout, what, fits).await.map(Some);
         };
-        let answer = match self.take_within(step, timeout, fits).await? {
+        let deadline = Deadline::after(timeout);
+        let answer = match self.take_within(step, &deadline, fits).await? {
             Ok(found) => return Ok(Some(found)),
-            Err(WaitError::TimedOut) => format!("no {what} within {} ms", timeout.as_millis()),
+            Err(WaitError::TimedOut) => {
+                format!("no {what} within {}", deadline.elapsed().describe(timeout))
+            }
             // A client that gives up here (closes the connection, e.g. a one-shot CLI that
             // exits on auth_required, or after its turn without answering the agent's request)
             // did not send it either: the branch for "it did not come" applies, and the checks
@@ -336,7 +340,13 @@ impl<'a, C: Connector> Engine<'a, C> {
         });
         self.bind(step, alias, &msg, bind)?;
         match chosen {
-            Some(k) => self.run_steps(&cases[k].then).await,
+            Some(k) => {
+                self.run_steps(&cases[k].then).await?;
+                if cases[k].end {
+                    return Err(Stop::Ended);
+                }
+                Ok(())
+            }
             None => Ok(()),
         }
     }
@@ -483,8 +493,8 @@ impl<'a, C: Connector> Engine<'a, C> {
         signal: CrashSignal,
         timeout: Duration,
     ) -> StepResult {
-        let deadline = tokio::time::Instant::now() + timeout;
-        let link = self.connection(step, deadline, timeout).await?;
+        let deadline = Deadline::after(timeout);
+        let link = self.connection(step, &deadline).await?;
         let (conn, pid, mailbox) = (link.id, link.pid(), link.mailbox().clone());
         let Some(pid) = pid else {
             return Err(self.harness(
@@ -511,14 +521,14 @@ impl<'a, C: Connector> Engine<'a, C> {
             ));
         }
         // Nothing fits: the wait ends when the connection does, or at the deadline.
-        match guard(self.progress.clone(), mailbox.take(|_| None::<()>, deadline)).await? {
+        match guard(self.progress.clone(), mailbox.take(|_| None::<()>, &deadline)).await? {
             Ok(_) | Err(WaitError::Closed) => Ok(()),
             Err(WaitError::TimedOut) => Err(self.harness(
                 step,
                 format!(
-                    "fault = \"crash\": the agent process {pid} was sent {} but its connection was still open after {} ms",
+                    "fault = \"crash\": the agent process {pid} was sent {} but its connection was still open after {}",
                     signal.name(),
-                    timeout.as_millis()
+                    deadline.elapsed().describe(timeout)
                 ),
             )),
         }

@@ -47,7 +47,8 @@ impl Connector for OneConn {
         async move {
             match conn {
                 Some(c) => {
-                    tokio::time::sleep(delay).await;
+                    // In machine time, as the engine waits: a loaded machine delays both alike.
+                    crate::machine_time::sleep(delay).await;
                     Ok(c)
                 }
                 None => std::future::pending().await,
@@ -467,9 +468,11 @@ timeout_ms = 50
     match &out.end {
         RunEnd::Incomplete { step, reason } => {
             assert_eq!(*step, 2);
-            assert_eq!(
-                reason,
-                "step 2 (t.toml:12): client sent no session/prompt within 50 ms"
+            // "within 50 ms", and on a loaded machine "… of machine time (… on the wall clock …)".
+            assert!(
+                reason
+                    .starts_with("step 2 (t.toml:12): client sent no session/prompt within 50 ms"),
+                "{reason}"
             );
         }
         other => panic!("{other:?}"),
@@ -965,6 +968,65 @@ async fn await_with_go_on_takes_the_answer_that_comes() {
     assert_eq!(branch[0].json().unwrap()["case"], serde_json::Value::Null);
 }
 
+/// A rejected tool ends the turn inside its `on` case (`end = true`); an approved one goes on.
+const END_IN_CASE: &str = r#"
+[[step]]
+handshake = true
+
+[[step]]
+send = '{"jsonrpc":"2.0","id":"${id}","method":"session/request_permission","params":{"sessionId":"${sessionId}","toolCall":{"toolCallId":"t"},"options":[{"optionId":"y","name":"Yes","kind":"allow_once"},{"optionId":"n","name":"No","kind":"reject_once"}]}}'
+as = "perm"
+
+[[step]]
+await = "perm"
+
+[[step.on]]
+selected = ["allow_once"]
+then = []
+
+[[step.on]]
+otherwise = true
+end = true
+then = [ { send = '{"jsonrpc":"2.0","method":"rejected"}' } ]
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"approved"}'
+"#;
+
+async fn answer_end_in_case(option: &str) -> (String, RunEnd, bool) {
+    let mut run = start(END_IN_CASE, Opts::default());
+    run.handshake().await;
+    let perm = run.client.recv().await;
+    run.client
+        .send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"outcome":{{"outcome":"selected","optionId":"{option}"}}}}}}"#,
+            perm["id"]
+        ))
+        .await;
+    let next = run.client.recv().await["method"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (out, _client, rec) = run.outcome().await;
+    let approved_sent = rec.snapshot().iter().any(|e| {
+        e.direction == Direction::AgentToClient
+            && e.json().is_some_and(|j| j["method"] == "approved")
+    });
+    (next, out.end, approved_sent)
+}
+
+#[tokio::test]
+async fn an_on_case_with_end_ends_the_scenario_after_its_steps() {
+    let (next, end, approved_sent) = answer_end_in_case("n").await;
+    assert_eq!(next, "rejected");
+    assert_eq!(end, RunEnd::Completed);
+    assert!(!approved_sent, "the steps after the await must not run");
+    let (next, end, approved_sent) = answer_end_in_case("y").await;
+    assert_eq!(next, "approved");
+    assert_eq!(end, RunEnd::Completed);
+    assert!(approved_sent);
+}
+
 const BIND: &str = r#"
 [[step]]
 handshake = true
@@ -1121,4 +1183,234 @@ async fn a_crash_without_an_agent_process_is_a_harness_error() {
             .any(|e| e.json().is_some_and(|j| j["type"] == "agent_killed")),
         "no kill is noted when none happened"
     );
+}
+
+/// Waits for the first prompt, then for `authenticate` with the one method id the agent carries
+/// out, and a later `session/load`.
+const UNMATCHED: &str = r#"
+[[step]]
+user = "new_session"
+
+[[step]]
+handshake = true
+
+[[step]]
+expect = "authenticate"
+match = '{"params":{"methodId":"agent-login"}}'
+reply = '{}'
+
+[[step]]
+expect = "session/load"
+reply = '{}'
+"#;
+
+#[tokio::test]
+async fn an_unknown_method_is_answered_method_not_found_and_noted() {
+    let mut run = start(UNMATCHED, Opts::default());
+    assert!(matches!(run.action().await, UserAction::NewSession { .. }));
+    run.handshake().await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":"x\u0031","method":"_zed/unknown","params":{}}"#)
+        .await;
+    // Answered at once, while step 3 still waits, with the id byte for byte.
+    let raw = run.client.recv_raw().await;
+    assert!(raw.contains(r#""id":"x\u0031""#), "{raw}");
+    let answer: Value = serde_json::from_str(&raw).unwrap();
+    assert_eq!(answer["error"]["code"], -32601);
+    assert_eq!(answer["error"]["message"], "Method not found");
+    assert_eq!(answer["error"]["data"]["method"], "_zed/unknown");
+    // The scenario goes on: the awaited request still gets its scripted answer.
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"authenticate","params":{"methodId":"agent-login"}}"#)
+        .await;
+    assert_eq!(run.client.recv().await["result"], json!({}));
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":4,"method":"session/load","params":{"sessionId":"s","cwd":"/w","mcpServers":[]}}"#)
+        .await;
+    assert_eq!(run.client.recv().await["id"], 4);
+    let (out, _client, rec) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+    let noted = notes(&rec, "unmatched_request");
+    assert_eq!(noted.len(), 1, "{noted:?}");
+    let note = noted[0].json().unwrap();
+    assert_eq!(note["step"], "3");
+    assert_eq!(note["method"], "_zed/unknown");
+    assert_eq!(note["error"]["code"], -32601);
+    let entries = rec.snapshot();
+    let request = entries[note["frame"].as_u64().unwrap() as usize].json();
+    assert_eq!(request.unwrap()["method"], "_zed/unknown");
+}
+
+#[tokio::test]
+async fn an_authenticate_no_step_takes_gets_the_profiles_error() {
+    let mut run = start(UNMATCHED, Opts::default());
+    assert!(matches!(run.action().await, UserAction::NewSession { .. }));
+    run.handshake().await;
+    // A method id the step does not match: the real agent's error, from the profile.
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"authenticate","params":{"methodId":"api-key"}}"#)
+        .await;
+    let answer = run.client.recv().await;
+    assert_eq!(answer["id"], 3);
+    assert_eq!(
+        answer["error"],
+        json!({"code":-32602,"message":"Invalid params","data":"unsupported authentication method"})
+    );
+    // The right one is still taken by its step.
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":4,"method":"authenticate","params":{"methodId":"agent-login"}}"#)
+        .await;
+    assert_eq!(run.client.recv().await["id"], 4);
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":5,"method":"session/load","params":{"sessionId":"s","cwd":"/w","mcpServers":[]}}"#)
+        .await;
+    assert_eq!(run.client.recv().await["id"], 5);
+    let (out, _client, rec) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+    let noted = notes(&rec, "unmatched_request");
+    assert_eq!(noted.len(), 1);
+    assert_eq!(noted[0].json().unwrap()["method"], "authenticate");
+}
+
+#[tokio::test]
+async fn a_method_the_agent_implements_gets_the_profiles_result_filled_in() {
+    let mut run = start(UNMATCHED, Opts::default());
+    assert!(matches!(run.action().await, UserAction::NewSession { .. }));
+    run.handshake().await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":9,"method":"session/list","params":{}}"#)
+        .await;
+    let answer = run.client.recv().await;
+    assert_eq!(answer["id"], 9);
+    let listed = &answer["result"]["sessions"][0];
+    let id = listed["sessionId"].as_str().unwrap();
+    assert!(!id.is_empty() && !id.contains("${"), "{answer}");
+    assert!(!listed["cwd"].as_str().unwrap().contains("${"), "{answer}");
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"authenticate","params":{"methodId":"agent-login"}}"#)
+        .await;
+    assert_eq!(run.client.recv().await["id"], 3);
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":4,"method":"session/load","params":{"sessionId":"s","cwd":"/w","mcpServers":[]}}"#)
+        .await;
+    assert_eq!(run.client.recv().await["id"], 4);
+    let (out, _client, rec) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+    let noted = notes(&rec, "unmatched_request");
+    assert_eq!(noted.len(), 1);
+    let note = noted[0].json().unwrap();
+    assert_eq!(note["method"], "session/list");
+    assert!(
+        note.get("error").is_none() && note["result"].is_object(),
+        "{note}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_a_later_step_takes_waits_for_it_and_an_agent_method_is_never_guessed() {
+    let mut run = start(UNMATCHED, Opts::default());
+    assert!(matches!(run.action().await, UserAction::NewSession { .. }));
+    run.handshake().await;
+    // Step 4 takes session/load: not answered early, while step 3 waits.
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"session/load","params":{"sessionId":"s","cwd":"/w","mcpServers":[]}}"#)
+        .await;
+    // An agent method no step takes and the profile has no error for: left unanswered.
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":4,"method":"session/set_mode","params":{"sessionId":"s","modeId":"m"}}"#)
+        .await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":5,"method":"authenticate","params":{"methodId":"agent-login"}}"#)
+        .await;
+    // The first thing the agent writes is the answer to authenticate, then to session/load.
+    assert_eq!(run.client.recv().await["id"], 5);
+    assert_eq!(run.client.recv().await["id"], 3);
+    let (out, _client, rec) = run.outcome().await;
+    assert_eq!(out.end, RunEnd::Completed);
+    let noted = notes(&rec, "unmatched_request");
+    assert_eq!(noted.len(), 1, "{noted:?}");
+    let note = noted[0].json().unwrap();
+    assert_eq!(note["method"], "session/set_mode");
+    assert_eq!(note["step"], "3");
+    assert!(note.get("error").is_none(), "{note}");
+    assert!(
+        !rec.snapshot()
+            .iter()
+            .any(|e| e.direction == Direction::AgentToClient
+                && e.json().is_some_and(|j| j["id"] == 4)),
+        "session/set_mode must stay unanswered"
+    );
+}
+
+/// The scenario of a one-shot client's turn: the prompt's answer, then (after a pause in which
+/// the client leaves) a notification the real agent writes after the answer.
+const ANSWER_THEN_NOTIFY: &str = r#"
+[[step]]
+handshake = true
+
+[[step]]
+expect = "session/prompt"
+reply = '{"stopReason":"end_turn"}'
+
+[[step]]
+delay_ms = 100
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"ses_test","update":{"sessionUpdate":"session_info_update","title":"t"}}}'
+"#;
+
+/// A client that exits once its prompt is answered (ralph-any `-m 1`) may beat the agent's last
+/// notifications: it has done all the scenario asked, so the run is complete, whichever won.
+#[tokio::test]
+async fn a_client_that_leaves_after_its_answered_turn_completes_the_run() {
+    let mut run = start(ANSWER_THEN_NOTIFY, Opts::default());
+    run.handshake().await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
+        .await;
+    assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
+    let Run {
+        client,
+        engine,
+        rec,
+        ..
+    } = run;
+    drop(client);
+    let out = tokio::time::timeout(TEST_WAIT, engine)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.end, RunEnd::Completed);
+    // The grading still learns that the last frame never reached the client.
+    assert_eq!(notes(&rec, "connection_closed").len(), 1);
+}
+
+/// The same departure with a prompt still unanswered is an abandoned run.
+#[tokio::test]
+async fn a_client_that_leaves_with_a_prompt_unanswered_is_incomplete() {
+    let mut run = start(ANSWER_THEN_NOTIFY, Opts::default());
+    run.handshake().await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
+        .await;
+    assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
+        .await;
+    let Run { client, engine, .. } = run;
+    drop(client);
+    let out = tokio::time::timeout(TEST_WAIT, engine)
+        .await
+        .unwrap()
+        .unwrap();
+    match &out.end {
+        RunEnd::Incomplete { step, reason } => {
+            assert_eq!(*step, 4);
+            assert!(
+                reason.contains("client closed the agent connection"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected an abandoned run at step 4, got {other:?}"),
+    }
 }

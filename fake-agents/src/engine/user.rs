@@ -49,11 +49,15 @@ pub(super) async fn drive_user<U: UserDriver>(
     progress: watch::Sender<UserProgress>,
 ) -> Infallible {
     while let Some(q) = queue.recv().await {
-        let ms = q.timeout.as_millis();
-        let result = match tokio::time::timeout(q.timeout, user.act(q.action, q.timeout)).await {
-            Ok(r) => r,
-            Err(_) => Err(format!("the user action did not finish within {ms} ms").into()),
-        };
+        let result =
+            match crate::machine_time::timeout(q.timeout, user.act(q.action, q.timeout)).await {
+                Ok(r) => r,
+                Err(waited) => Err(format!(
+                    "the user action did not finish within {}",
+                    waited.describe(q.timeout)
+                )
+                .into()),
+            };
         let ended = match result {
             Ok(()) => {
                 progress.send_modify(|p| p.done += 1);

@@ -174,6 +174,9 @@ pub struct OnCase {
     pub line: usize,
     pub when: When,
     pub then: Vec<Step>,
+    /// `end = true`: the scenario ends (complete) after `then`, as after an `on_timeout`: the
+    /// steps after the `await` belong to the other cases (a rejected tool ends the turn there).
+    pub end: bool,
 }
 
 /// When an `on` case fits the client's answer.

@@ -182,4 +182,6 @@ pub struct RawOn {
     pub error: Option<Spanned<bool>>,
     pub otherwise: Option<Spanned<bool>>,
     pub then: Option<Vec<Spanned<BoxedStep>>>,
+    /// `end = true`: the scenario ends after this case's `then` steps.
+    pub end: Option<Spanned<bool>>,
 }

@@ -12,7 +12,7 @@ use anyhow::Result;
 
 use super::measure::{Meter, Sample, ms};
 use crate::client_spec::ClientSpec;
-use crate::output::{is_failing, progress_line};
+use crate::output::progress_line;
 use crate::run_json;
 use crate::run_writer::{self, RunWriter};
 use crate::runner::{CaseResult, RunConfig, for_each_case, run_cases};
@@ -100,7 +100,7 @@ fn round(sample: Sample, outputs_ms: Option<f64>, results: &[CaseResult]) -> Rou
     let failing_trials = results
         .iter()
         .flat_map(|r| &r.trials)
-        .filter(|t| is_failing(t.grade, false))
+        .filter(|t| t.grade.is_failing(false))
         .count();
     Round {
         sample,

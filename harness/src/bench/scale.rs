@@ -16,7 +16,6 @@ use super::measure::{Meter, Sample, exponent, median, median_sample, ms, slope};
 use super::progress;
 use super::report::Large;
 use crate::client_spec::ClientSpec;
-use crate::output::is_failing;
 use crate::run_json::{RunHeader, ScenarioInfo, unix_ms_now};
 use crate::run_writer::{self, RunWriter};
 use crate::runner::{RunConfig, for_each_case, run_owned_case};
@@ -126,8 +125,8 @@ async fn frames_point(
             )
         })
         .count();
-    let passed = result.record.end == RunEnd::Completed
-        && !trials.iter().any(|t| is_failing(t.grade, false));
+    let passed =
+        result.record.end == RunEnd::Completed && !trials.iter().any(|t| t.grade.is_failing(false));
     Ok(FramesPoint {
         updates,
         frames,

@@ -40,6 +40,9 @@ pub enum Source {
     Stderr,
     /// The terminal's text with ANSI escapes and carriage returns removed (regex `match`).
     Terminal,
+    /// The rendered screen of a `[tui]` client once it has settled (regex `match`; `region`
+    /// or `box_containing` narrow it).
+    Screen,
     /// Each stdout line that is a JSON object (JSON pointers; `when` must exist in it).
     Json,
     /// The client's exit status (`code`).
@@ -53,6 +56,7 @@ impl Source {
             Source::Stdout => "stdout",
             Source::Stderr => "stderr",
             Source::Terminal => "terminal",
+            Source::Screen => "screen",
             Source::Json => "stdout (JSON)",
             Source::Exit => "exit status",
         }
@@ -90,6 +94,12 @@ pub struct RuleSpec {
     /// `exit`: the exit codes this rule is for (none: any exit with a code).
     #[serde(default)]
     pub code: Option<Codes>,
+    /// `screen`: read only this rectangle of the screen.
+    #[serde(default)]
+    pub region: Option<crate::observe::screen::Region>,
+    /// `screen`: read only the inside of the box drawn around this text.
+    #[serde(default)]
+    pub box_containing: Option<String>,
     /// `approval`, `approval_resolved`, `item` or `turn`.
     pub event: String,
     /// The event's fields (`subject = "{kind|acp_kind}"`, …).

@@ -60,6 +60,85 @@ pub(super) struct ProfileFile {
     /// connection is there.
     #[serde(default)]
     pub startup_ms: u64,
+    /// The client's working directory: `"{cwd}"` (the case's workspace, for clients that open
+    /// their session where they are started), `"{home}"`, or a folder below either.
+    #[serde(default)]
+    pub workdir: Option<String>,
+    /// `[tui]`: a full-screen terminal program, run on a terminal of its own and observed
+    /// through its rendered screen.
+    #[serde(default)]
+    pub tui: Option<Tui>,
+}
+
+/// `[tui]`: a full-screen client. It runs with stdin, stdout and stderr on a terminal of
+/// `rows`×`cols`; `on = "screen"` rules read the screen once it has been still for
+/// `settle_ms`; what the harness types is keys as data (`crate::keys`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tui {
+    #[serde(default = "default_rows")]
+    pub rows: u16,
+    #[serde(default = "default_cols")]
+    pub cols: u16,
+    /// Environment for the client on top of the profile's `[env]` (e.g. `TERM`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Keys that quit the client once the scenario is done (`"<C-c>"`, `"/quit<Enter>"`).
+    pub quit: String,
+    /// Keys that type the user's prompt, with `{prompt}` (e.g. `"{prompt}<Enter>"`); without
+    /// it the prompt goes on the command line (`{prompt}` in argv).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// A regex the screen must show before the prompt is typed (the input box is up).
+    #[serde(default)]
+    pub ready: Option<String>,
+    /// How long the screen must stay unchanged before screen rules read it.
+    #[serde(default = "default_settle_ms")]
+    pub settle_ms: u64,
+}
+
+fn default_rows() -> u16 {
+    24
+}
+
+fn default_cols() -> u16 {
+    80
+}
+
+fn default_settle_ms() -> u64 {
+    150
+}
+
+impl Tui {
+    fn validate(&self, at: &str) -> Result<()> {
+        if !(4..=500).contains(&self.rows) || !(10..=1000).contains(&self.cols) {
+            bail!(
+                "{at}: [tui] rows = {}, cols = {}: expected 4..=500 rows and 10..=1000 columns",
+                self.rows,
+                self.cols
+            );
+        }
+        if self.settle_ms > 10_000 {
+            bail!("{at}: [tui] settle_ms = {}: at most 10000", self.settle_ms);
+        }
+        crate::keys::parse(&self.quit, false)
+            .map_err(|e| anyhow::anyhow!("{at}: [tui] quit: {e}"))?;
+        if self.quit.is_empty() {
+            bail!("{at}: [tui] quit must not be empty (the keys that quit the client)");
+        }
+        if let Some(prompt) = &self.prompt {
+            if !prompt.contains("{prompt}") {
+                bail!("{at}: [tui] prompt = {prompt:?} must contain {{prompt}}");
+            }
+            crate::keys::parse(prompt, false)
+                .map_err(|e| anyhow::anyhow!("{at}: [tui] prompt: {e}"))?;
+        }
+        if let Some(ready) = &self.ready {
+            regex::Regex::new(ready)
+                .map_err(|e| anyhow::anyhow!("{at}: [tui] ready is not a valid regex: {e}"))?;
+        }
+        Ok(())
+    }
 }
 
 fn default_control() -> ControlMode {
@@ -149,16 +228,46 @@ impl Cancel {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ChooseInput {
-    /// Bytes typed at the prompt, e.g. `"y\r"`.
+    /// Bytes typed at the prompt, e.g. `"y\r"`; `by = "position"`: with `{n}`, the option's
+    /// 1-based position in the request (`"{n}<Enter>"`), or with `next`, the key that confirms
+    /// the option reached; `by = "label"`: the key that confirms the highlighted option
+    /// (`"<Enter>"`).
     pub input: String,
     /// The option it selects: the first offered option whose kind is the first of these kinds
-    /// that is offered at all (e.g. `["allow_once", "allow_always"]`).
+    /// that is offered at all (e.g. `["allow_once", "allow_always"]`). With `by = "position"`
+    /// or `"label"`: only options of these kinds (empty: every option).
+    #[serde(default)]
     pub selects: Vec<String>,
+    /// How the input reaches its option: `"kind"` (default: the first option of a kind),
+    /// `"position"` (type its number), `"label"` (move the highlight with `next` until the
+    /// highlighted line shows the option's name, then type `input`).
+    #[serde(default)]
+    pub by: ChooseBy,
+    /// `by = "label"`: the key that moves the highlight to the next option (default `<Down>`).
+    /// `by = "position"`: the key that moves the focus from one option to the next, pressed
+    /// n−1 times from the first option (which has the focus when the card opens) before
+    /// `input`, for buttons without numbers.
+    #[serde(default)]
+    pub next: Option<String>,
+}
+
+/// How a `[[choose]]` input reaches its option.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChooseBy {
+    #[default]
+    Kind,
+    Position,
+    Label,
 }
 
 impl ChooseInput {
-    /// The option of `offered` (a request's `options`) this input selects, if any.
+    /// The option of `offered` (a request's `options`) this input selects, if any (`by =
+    /// "kind"`; for the other ways, the first option it can reach).
     pub fn selected<'a>(&self, offered: &'a serde_json::Value) -> Option<&'a str> {
+        if self.by != ChooseBy::Kind {
+            return self.reachable(offered).into_iter().next().map(|r| r.id);
+        }
         let options = offered.as_array()?;
         self.selects.iter().find_map(|kind| {
             options
@@ -167,6 +276,74 @@ impl ChooseInput {
                 .and_then(|o| o.get("optionId")?.as_str())
         })
     }
+
+    /// Every option of `offered` this input can choose, with what the user reads or types
+    /// for it.
+    pub fn reachable<'a>(&self, offered: &'a serde_json::Value) -> Vec<Reachable<'a>> {
+        let options = offered.as_array().map(Vec::as_slice).unwrap_or_default();
+        let kind_ok = |o: &serde_json::Value| {
+            self.selects.is_empty()
+                || o.get("kind")
+                    .and_then(|k| k.as_str())
+                    .is_some_and(|k| self.selects.iter().any(|s| s == k))
+        };
+        match self.by {
+            ChooseBy::Kind => self
+                .selected(offered)
+                .map(|id| Reachable {
+                    id,
+                    position: 0,
+                    label: self.input.trim().to_owned(),
+                    keys: self.input.clone(),
+                })
+                .into_iter()
+                .collect(),
+            ChooseBy::Position | ChooseBy::Label => options
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| kind_ok(o))
+                .filter_map(|(i, o)| {
+                    let id = o.get("optionId")?.as_str()?;
+                    let name = o.get("name").and_then(|n| n.as_str()).unwrap_or(id);
+                    let n = (i + 1).to_string();
+                    Some(if self.by == ChooseBy::Position {
+                        let (label, keys) = match &self.next {
+                            // Buttons without numbers: moved to, then confirmed.
+                            Some(next) => {
+                                (name.to_owned(), format!("{}{}", next.repeat(i), self.input))
+                            }
+                            None => (format!("{n} {name}"), self.input.replace("{n}", &n)),
+                        };
+                        Reachable {
+                            id,
+                            position: i + 1,
+                            label,
+                            keys,
+                        }
+                    } else {
+                        Reachable {
+                            id,
+                            position: i + 1,
+                            label: name.to_owned(),
+                            keys: self.input.clone(),
+                        }
+                    })
+                })
+                .collect(),
+        }
+    }
+}
+
+/// An option a `[[choose]]` input can reach.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reachable<'a> {
+    pub id: &'a str,
+    /// 1-based position in the request's options (0 for `by = "kind"`).
+    pub position: usize,
+    /// What the user reads on its button: the key, the number and name, or the name.
+    pub label: String,
+    /// What is typed to choose it (`by = "label"`: once the highlight is on it).
+    pub keys: String,
 }
 
 /// Where the client comes from, for the test that installs it (`[install]`).
@@ -288,15 +465,64 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
             bail!("{at}: [policy] approves: {e}");
         }
     }
-    if file.control == ControlMode::None && !uses("{prompt}") {
+    if let Some(workdir) = &file.workdir {
+        if !(workdir.starts_with("{cwd}") || workdir.starts_with("{home}"))
+            || workdir.split('/').any(|part| part == "..")
+        {
+            bail!(
+                "{at}: workdir = {workdir:?}: expected \"{{cwd}}\" (the workspace), \"{{home}}\" or a folder below one of them"
+            );
+        }
+    }
+    if let Some(tui) = &file.tui {
+        tui.validate(&at.to_string())?;
+        if file.control != ControlMode::None {
+            bail!("{at}: [tui] is for clients without an adapter; set control = \"none\"");
+        }
+        for (i, choose) in file.choose.iter().enumerate() {
+            crate::keys::parse(&choose.input, false)
+                .map_err(|e| anyhow::anyhow!("{at}: [[choose]] #{} input: {e}", i + 1))?;
+        }
+        if let Some(input) = file.cancel.as_ref().and_then(|c| c.stdin.as_deref()) {
+            crate::keys::parse(input, false)
+                .map_err(|e| anyhow::anyhow!("{at}: [cancel] stdin: {e}"))?;
+        }
+    }
+    let typed_prompt = file.tui.as_ref().is_some_and(|t| t.prompt.is_some());
+    if file.control == ControlMode::None && !uses("{prompt}") && !typed_prompt {
         bail!(
             "{at}: a client without an adapter gets its prompt from argv; add a \"{{prompt}}\" element"
         );
     }
     for (i, choose) in file.choose.iter().enumerate() {
-        if choose.input.is_empty() || choose.selects.is_empty() {
+        if choose.input.is_empty() || (choose.selects.is_empty() && choose.by == ChooseBy::Kind) {
             bail!(
                 "{at}: [[choose]] #{}: `input` and `selects` must not be empty",
+                i + 1
+            );
+        }
+        let numbered = choose.input.contains("{n}");
+        if numbered && choose.by != ChooseBy::Position {
+            bail!(
+                "{at}: [[choose]] #{}: `{{n}}` (the option's number) goes in the input of `by = \"position\"`, and only there",
+                i + 1
+            );
+        }
+        if choose.by == ChooseBy::Position && numbered == choose.next.is_some() {
+            bail!(
+                "{at}: [[choose]] #{}: `by = \"position\"` reaches an option either by its number (`{{n}}` in `input`) or by pressing `next` from the first option, one of the two",
+                i + 1
+            );
+        }
+        if choose.next.is_some() && choose.by == ChooseBy::Kind {
+            bail!(
+                "{at}: [[choose]] #{}: `next` is for `by = \"label\"` and `by = \"position\"`",
+                i + 1
+            );
+        }
+        if choose.by == ChooseBy::Label && file.tui.is_none() {
+            bail!(
+                "{at}: [[choose]] #{}: `by = \"label\"` reads the highlighted line of a screen: it needs [tui]",
                 i + 1
             );
         }
@@ -315,7 +541,7 @@ pub(super) fn validate(file: &ProfileFile, path: &Path) -> Result<()> {
     if !file.choose.is_empty() && !file.policy.as_ref().is_some_and(|p| p.prompts) {
         bail!("{at}: [[choose]] needs a [policy] with `prompts = true` (a prompt to answer)");
     }
-    if file.policy.as_ref().is_some_and(|p| p.prompts) && !file.tty {
+    if file.policy.as_ref().is_some_and(|p| p.prompts) && !file.tty && file.tui.is_none() {
         bail!("{at}: a policy that prompts needs `tty = true` (the prompt is on a terminal)");
     }
     if file.policy.as_ref().is_some_and(|p| p.prompts) && file.observer.is_none() {
@@ -392,8 +618,14 @@ fn validate_observer(
                     "{at}: [observer] `reports` is for `command`; rules report the events they make"
                 );
             }
-            crate::observe::compile(observer, !file.choose.is_empty(), file.tty)
-                .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
+            let screen = file.tui.as_ref().map(|t| (t.rows, t.cols));
+            crate::observe::rules::compile_for(
+                observer,
+                !file.choose.is_empty(),
+                file.tty || file.tui.is_some(),
+                screen,
+            )
+            .map_err(|e| anyhow::anyhow!("{at}: {e}"))?;
         }
     }
     Ok(())

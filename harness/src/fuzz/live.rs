@@ -24,11 +24,11 @@ use std::time::Duration;
 
 use acp_fake_agents::engine::{Connector, UserAction, UserDriver};
 use acp_fake_agents::link::AgentLink;
+use acp_fake_agents::machine_time::Deadline;
 use acp_fake_agents::mailbox::{Msg, WaitError};
 use acp_vocab::note::Note;
 use acp_vocab::transcript::{Entry, Recorder};
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
 use super::driver::DriverConfig;
 use super::exit_cleanup::ExitSafeDir;
@@ -348,7 +348,7 @@ impl Live {
         what: &str,
         fits: impl Fn(&Value) -> bool,
     ) -> Result<Msg, Stop> {
-        let deadline = Instant::now() + timeout;
+        let deadline = Deadline::after(timeout);
         loop {
             let Some(link) = self.link.as_ref() else {
                 return Err(Stop::Closed("no agent connection".into()));
@@ -363,7 +363,7 @@ impl Live {
                             unserved(&m.json).then_some(false)
                         }
                     },
-                    deadline,
+                    &deadline,
                 )
                 .await;
             match found {
@@ -378,6 +378,7 @@ impl Live {
                         label: None,
                         reason: None,
                         waiting_for: Some(what.to_string()),
+                        waited_us: Some(deadline.elapsed().wall.as_micros() as u64),
                     });
                     return Err(Stop::Timeout(format!(
                         "the client sent no {what} within {} ms",

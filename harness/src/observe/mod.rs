@@ -21,6 +21,7 @@
 
 mod program;
 pub mod rules;
+pub mod screen;
 mod template;
 mod wire;
 
@@ -38,6 +39,7 @@ use tokio::task::JoinHandle;
 use crate::client_spec::ClientSpec;
 use crate::control::validate_control;
 use crate::launch::ExitInfo;
+use acp_fake_agents::machine_time;
 use acp_judge::wire_model::id_key;
 
 pub use rules::compile;
@@ -70,6 +72,10 @@ struct Shared {
     error: Mutex<Option<String>>,
     /// ACP frames already passed to an observer program.
     wire_sent: Mutex<usize>,
+    /// A `[tui]` client's settled screens: the text of the last one, and how many so far.
+    screens: watch::Sender<(u64, String)>,
+    /// The screen changed since it last settled.
+    moving: std::sync::atomic::AtomicBool,
 }
 
 /// Request ids (as [`id_key`]) of permission requests with an observed approval card.
@@ -85,7 +91,10 @@ struct Cards {
 enum Shown<'a> {
     Stdout(&'a str),
     Stderr(&'a str),
-    Terminal(&'a str),
+    /// Bytes the client wrote to its terminal.
+    Terminal(&'a [u8]),
+    /// A `[tui]` client's screen has been still for the settle time.
+    Settled,
 }
 
 impl Shared {
@@ -100,7 +109,11 @@ impl Shared {
                     match shown {
                         Shown::Stdout(line) => r.stdout_line(line),
                         Shown::Stderr(line) => r.stderr_line(line),
-                        Shown::Terminal(text) => r.terminal(text),
+                        Shown::Terminal(bytes) => {
+                            r.screen_bytes(bytes);
+                            r.terminal(&String::from_utf8_lossy(bytes))
+                        }
+                        Shown::Settled => r.settled(),
                     }
                 }
                 Some(Backend::Program(p)) => {
@@ -108,9 +121,12 @@ impl Shared {
                     match shown {
                         Shown::Stdout(line) => p.send("stdout", line, json!({})),
                         Shown::Stderr(line) => p.send("stderr", line, json!({})),
-                        Shown::Terminal(text) => {
-                            p.send("terminal", &rules::strip_escapes(text), json!({}))
-                        }
+                        Shown::Terminal(bytes) => p.send(
+                            "terminal",
+                            &rules::strip_escapes(&String::from_utf8_lossy(bytes)),
+                            json!({}),
+                        ),
+                        Shown::Settled => {}
                     }
                     return; // its events arrive on its stdout
                 }
@@ -211,6 +227,25 @@ impl Shared {
         }
     }
 
+    /// Publishes the settled screen to those waiting for one (the user typing a prompt).
+    fn screen_settled(&self) {
+        self.moving
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let text = {
+            let backend = self.backend.lock().unwrap_or_else(|e| e.into_inner());
+            match backend.as_ref() {
+                Some(Backend::Rules(r)) => r.screen_text(),
+                _ => None,
+            }
+        };
+        if let Some(text) = text {
+            self.screens.send_modify(|(n, t)| {
+                *n += 1;
+                *t = text;
+            });
+        }
+    }
+
     fn fail(&self, reason: String) {
         self.rec.note(&Note::ObserverError {
             reason: reason.clone(),
@@ -265,13 +300,105 @@ impl ObserverHandle {
         ready: impl FnMut(&Cards) -> bool,
     ) -> Result<(), String> {
         let mut rx = self.shared.cards.subscribe();
-        match tokio::time::timeout(timeout, rx.wait_for(ready)).await {
+        match machine_time::timeout(timeout, rx.wait_for(ready)).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(_)) => Err("the observer stopped".into()),
-            Err(_) => Err(format!(
-                "the client showed no prompt for request {request_id} within {} ms",
-                timeout.as_millis()
+            Err(waited) => Err(format!(
+                "the observer saw no prompt for request {request_id} within {}",
+                waited.describe(timeout)
             )),
+        }
+    }
+
+    /// The screen of a `[tui]` client as it is now (`None` without one).
+    pub fn screen_text(&self) -> Option<String> {
+        self.with_rules(|r| r.screen_text()).flatten()
+    }
+
+    /// `read` applied to the profile's observer rules (`None` without rules).
+    fn with_rules<T>(&self, read: impl FnOnce(&rules::DataRules) -> T) -> Option<T> {
+        let backend = self
+            .shared
+            .backend
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match backend.as_ref() {
+            Some(Backend::Rules(r)) => Some(read(r)),
+            _ => None,
+        }
+    }
+
+    /// The highlighted lines of a `[tui]` client's screen (a selection bar, a status bar).
+    pub fn highlighted(&self) -> Vec<String> {
+        self.with_rules(|r| r.screen().map(|s| s.highlighted_rows()))
+            .flatten()
+            .unwrap_or_default()
+    }
+
+    /// Waits until a `[tui]` client's screen is still (its rules have read it), at most
+    /// `timeout`.
+    pub async fn wait_still(&self, timeout: Duration) {
+        let deadline = machine_time::Deadline::after(timeout);
+        while self.shared.moving.load(std::sync::atomic::Ordering::SeqCst) && !deadline.is_reached()
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// How many settled screens there were so far (for [`Self::wait_screen_after`]).
+    pub fn screens_seen(&self) -> u64 {
+        self.shared.screens.borrow().0
+    }
+
+    /// Waits for a settled screen after the `seen`-th one; `false` after `timeout` (the
+    /// screen did not change).
+    pub async fn wait_screen_after(&self, seen: u64, timeout: Duration) -> bool {
+        let mut rx = self.shared.screens.subscribe();
+        matches!(
+            machine_time::timeout(timeout, rx.wait_for(|(n, _)| *n > seen)).await,
+            Ok(Ok(_))
+        )
+    }
+
+    /// Whether the client switched its terminal to application cursor keys.
+    pub fn app_cursor(&self) -> bool {
+        self.with_rules(|r| r.screen().is_some_and(|s| s.app_cursor()))
+            .unwrap_or(false)
+    }
+
+    /// Waits for a settled screen on which `ready` matches (any settled screen for `None`);
+    /// `Err` with the last screen after `timeout`.
+    pub async fn wait_screen(
+        &self,
+        ready: Option<&regex::Regex>,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        let mut rx = self.shared.screens.subscribe();
+        let found = machine_time::timeout(
+            timeout,
+            rx.wait_for(|(n, text)| *n > 0 && ready.is_none_or(|re| re.is_match(text))),
+        )
+        .await;
+        match found {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err("the observer stopped".into()),
+            Err(waited) => Err(format!(
+                "the screen did not show {} within {}",
+                ready.map_or("anything".to_owned(), |re| format!("/{re}/")),
+                waited.describe(timeout)
+            )),
+        }
+    }
+
+    /// Tells the rules that the user is about to type a prompt (`[tui]` clients).
+    pub fn prompt_typed(&self) {
+        let mut backend = self
+            .shared
+            .backend
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(Backend::Rules(r)) = backend.as_mut() {
+            r.prompt_typed();
         }
     }
 
@@ -333,6 +460,8 @@ impl Observer {
             cards,
             error: Mutex::new(None),
             wire_sent: Mutex::new(0),
+            screens: watch::channel((0, String::new())).0,
+            moving: std::sync::atomic::AtomicBool::new(false),
         });
         let backend = match observer {
             None => None,
@@ -357,10 +486,18 @@ impl Observer {
                         }
                     }
                 }
-                None => match compile(o, !spec.wire.choose.is_empty(), spec.wire.tty) {
+                None => match rules::compile_for(
+                    o,
+                    !spec.wire.choose.is_empty(),
+                    spec.wire.tty,
+                    spec.wire.tui.as_ref().map(|t| (t.rows, t.cols)),
+                ) {
                     Ok(compiled) => {
-                        let rules =
+                        let mut rules =
                             rules::DataRules::new(name.clone(), compiled, spec.wire.choose.clone());
+                        if let Some(tui) = &spec.wire.tui {
+                            rules = rules.with_screen(tui.rows, tui.cols);
+                        }
                         rec.note(&Note::Observer {
                             name: name.clone(),
                             reports: rules.reports().into_iter().map(str::to_owned).collect(),
@@ -385,7 +522,16 @@ impl Observer {
             tasks.push(tokio::spawn(read_stderr(stderr, Arc::clone(&shared))));
         }
         if let Some(terminal) = streams.terminal {
-            tasks.push(tokio::spawn(read_terminal(terminal, Arc::clone(&shared))));
+            let settle = spec
+                .wire
+                .tui
+                .as_ref()
+                .map(|t| Duration::from_millis(t.settle_ms));
+            tasks.push(tokio::spawn(read_terminal(
+                terminal,
+                Arc::clone(&shared),
+                settle,
+            )));
         }
         Observer { shared, tasks }
     }
@@ -498,10 +644,38 @@ async fn read_stderr(mut stderr: mpsc::UnboundedReceiver<Vec<u8>>, shared: Arc<S
     }
 }
 
-/// Feeds terminal output to the observer in chunks until the terminal ends.
-async fn read_terminal(mut terminal: mpsc::UnboundedReceiver<Vec<u8>>, shared: Arc<Shared>) {
-    while let Some(chunk) = terminal.recv().await {
-        shared.feed(Shown::Terminal(&String::from_utf8_lossy(&chunk)));
+/// Feeds terminal output to the observer in chunks until the terminal ends; with a screen
+/// (`settle`), tells it each time the screen has been still for that long after a change.
+async fn read_terminal(
+    mut terminal: mpsc::UnboundedReceiver<Vec<u8>>,
+    shared: Arc<Shared>,
+    settle: Option<Duration>,
+) {
+    let mut changed = false;
+    loop {
+        let chunk = match settle.filter(|_| changed) {
+            // A quiet-time measurement, not a timeout: the screen counts once it stops moving.
+            Some(quiet) => match tokio::time::timeout(quiet, terminal.recv()).await {
+                Ok(chunk) => chunk,
+                Err(_) => {
+                    changed = false;
+                    shared.feed(Shown::Settled);
+                    shared.screen_settled();
+                    continue;
+                }
+            },
+            None => terminal.recv().await,
+        };
+        let Some(chunk) = chunk else { break };
+        shared.feed(Shown::Terminal(&chunk));
+        changed = true;
+        shared
+            .moving
+            .store(settle.is_some(), std::sync::atomic::Ordering::SeqCst);
+    }
+    if changed {
+        shared.feed(Shown::Settled);
+        shared.screen_settled();
     }
 }
 

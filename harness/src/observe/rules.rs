@@ -14,7 +14,7 @@
 //!   that matches no request yet waits for one (it is noted as unmatched if none comes).
 //!
 //! `options = "choose"` gives the card the buttons the profile's `[[choose]]` inputs select for
-//! that request. `approval_resolved` without `by` says who answered from what the user did: the
+//! that request, each labelled with the key the profile types (case kept: `a` and `A` are two). `approval_resolved` without `by` says who answered from what the user did: the
 //! user's input or cancel at a card with buttons → `user` / `cancel`; a `cancelled` outcome after
 //! the user cancelled → `cancel`; else `policy`. `item` and `turn` events without `sessionId` are
 //! about the session of the client's last `session/prompt`.
@@ -27,6 +27,7 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use super::UserAct;
+use super::screen::Screen;
 use super::template::{Template, Words};
 use super::wire::WireView;
 use crate::client_spec::ChooseInput;
@@ -38,11 +39,13 @@ use acp_judge::wire_model::id_key;
 const MAX_TERMINAL_TEXT: usize = 64 << 10;
 /// Longest evidence quoted in an event.
 const MAX_EVIDENCE: usize = 300;
+/// Longest screen text (a box or region) quoted in an event.
+const MAX_SCREEN_EVIDENCE: usize = 2000;
 
 mod compile;
 
 use compile::Rule;
-pub use compile::{Compiled, EVENT_TYPES, OBSERVED_TYPES, compile};
+pub use compile::{Compiled, EVENT_TYPES, OBSERVED_TYPES, compile, compile_for};
 
 /// An event a rule made, before it is matched to its request.
 #[derive(Debug)]
@@ -77,6 +80,19 @@ pub struct DataRules {
     waiting: Vec<Draft>,
     user_act: Option<UserAct>,
     cancelled: bool,
+    /// A `[tui]` client's screen, and what the rules last saw on it.
+    tui: Option<Box<Tui>>,
+}
+
+/// A `[tui]` client's screen, per rule what its last match on a settled screen was, and the
+/// screens on which the user acted, with the event the act calls for: once the screen differs
+/// from one, a match of a rule for that event is new even with the text of the last one (a card
+/// like the one answered: two requests with the same title; a status line back at "ready" after
+/// the prompt: the turn's end, not the ready screen the prompt was typed on).
+struct Tui {
+    screen: Screen,
+    shown: Vec<Option<String>>,
+    acted_on: Vec<(String, &'static str)>,
 }
 
 impl DataRules {
@@ -93,7 +109,95 @@ impl DataRules {
             waiting: Vec::new(),
             user_act: None,
             cancelled: false,
+            tui: None,
         }
+    }
+
+    /// The client is a full-screen program on a `rows`×`cols` terminal (`[tui]`).
+    pub fn with_screen(mut self, rows: u16, cols: u16) -> Self {
+        self.tui = Some(Box::new(Tui {
+            screen: Screen::new(rows, cols),
+            shown: vec![None; self.compiled.rules.len()],
+            acted_on: Vec::new(),
+        }));
+        self
+    }
+
+    /// Bytes the client wrote to its terminal, for the screen.
+    pub fn screen_bytes(&mut self, bytes: &[u8]) {
+        if let Some(tui) = self.tui.as_mut() {
+            tui.screen.feed(bytes);
+        }
+    }
+
+    /// The screen's text now (`None` without `[tui]`).
+    pub fn screen_text(&self) -> Option<String> {
+        self.tui.as_ref().map(|t| t.screen.text(None))
+    }
+
+    /// The screen, if any.
+    pub fn screen(&self) -> Option<&Screen> {
+        self.tui.as_deref().map(|t| &t.screen)
+    }
+
+    /// The screen has been still for the settle time: `screen` rules read it. A rule makes an
+    /// event when its match appears, not again while the same text stays on screen (a card
+    /// that is repainted is one card); once it is gone, a new appearance counts again.
+    pub fn settled(&mut self) -> Vec<Value> {
+        let Some(tui) = self.tui.as_mut() else {
+            return Vec::new();
+        };
+        let mut shown = std::mem::take(&mut tui.shown);
+        shown.resize(self.compiled.rules.len(), None);
+        let now = tui.screen.text(None);
+        for (_, event) in tui.acted_on.iter().filter(|(before, _)| *before != now) {
+            // The client took the user's act (its screen moved on): what the rules for that
+            // event match now is new.
+            for (i, rule) in self.compiled.rules.iter().enumerate() {
+                if rule.event == *event {
+                    shown[i] = None;
+                }
+            }
+        }
+        tui.acted_on.retain(|(before, _)| *before == now);
+        let mut drafts = Vec::new();
+        let screen = &self.tui.as_ref().expect("checked above").screen;
+        for (i, rule) in self.compiled.rules.iter().enumerate() {
+            if rule.on != Source::Screen {
+                continue;
+            }
+            let narrowed = match (&rule.region, &rule.box_containing) {
+                (Some(region), _) => Some(*region),
+                (None, Some(needle)) => match screen.box_containing(needle) {
+                    Some(inside) => Some(inside),
+                    None => {
+                        shown[i] = None;
+                        continue;
+                    }
+                },
+                (None, None) => None,
+            };
+            let text = screen.text(narrowed);
+            let Some(caps) = rule.regex.as_ref().and_then(|re| re.captures(&text)) else {
+                shown[i] = None;
+                continue;
+            };
+            let matched = caps.get(0).map_or("", |m| m.as_str()).to_owned();
+            if shown[i].as_deref() == Some(matched.as_str()) {
+                continue;
+            }
+            let mut draft = self.captured(rule, &caps);
+            if narrowed.is_some() {
+                // What the person saw: the whole box or region the rule read.
+                draft.evidence = clip(text.trim().to_owned(), MAX_SCREEN_EVIDENCE);
+            }
+            drafts.push(draft);
+            shown[i] = Some(matched);
+        }
+        if let Some(tui) = self.tui.as_mut() {
+            tui.shown = shown;
+        }
+        self.settle(drafts)
     }
 
     pub fn reports(&self) -> Vec<&'static str> {
@@ -151,7 +255,8 @@ impl DataRules {
         self.draft(rule, &lookup, evidence)
     }
 
-    /// Text the client wrote to its terminal.
+    /// Text the client wrote to its terminal. Rules read only the text after the end of the
+    /// last match (of any terminal rule): a repaint older than that is never matched again.
     pub fn terminal(&mut self, text: &str) -> Vec<Value> {
         self.terminal.push_str(&strip_escapes(text));
         let mut drafts = Vec::new();
@@ -244,6 +349,24 @@ impl DataRules {
         if act == UserAct::Cancelled {
             self.cancelled = true;
         }
+        if act == UserAct::Chose {
+            self.acted_on("approval");
+        }
+    }
+
+    /// The user is about to type a prompt into a `[tui]` client: a turn its rules saw before
+    /// (a status line that reads the same at rest and at a turn's end) is not this turn's end.
+    pub fn prompt_typed(&mut self) {
+        self.waiting
+            .retain(|d| !(d.from == Source::Screen && d.event.get("type") == Some(&json!("turn"))));
+        self.acted_on("turn");
+    }
+
+    fn acted_on(&mut self, event: &'static str) {
+        if let Some(tui) = self.tui.as_mut() {
+            let now = tui.screen.text(None);
+            tui.acted_on.push((now, event));
+        }
     }
 
     /// Events that never matched a request, as notes for the transcript.
@@ -290,20 +413,11 @@ impl DataRules {
                 event.insert((*field).to_owned(), value);
             }
         }
-        let mut evidence = evidence;
-        if evidence.len() > MAX_EVIDENCE {
-            let cut = (0..=MAX_EVIDENCE)
-                .rev()
-                .find(|&i| evidence.is_char_boundary(i))
-                .unwrap_or(0);
-            evidence.truncate(cut);
-            evidence.push('…');
-        }
         Draft {
             event,
             buttons: rule.buttons,
             from: rule.on,
-            evidence,
+            evidence: clip(evidence, MAX_EVIDENCE),
         }
     }
 
@@ -351,14 +465,20 @@ impl DataRules {
                         let options: Vec<Value> = self
                             .choose
                             .iter()
-                            .filter_map(|c| {
-                                let id = c.selected(&request.options)?;
+                            .flat_map(|c| c.reachable(&request.options))
+                            .filter_map(|r| {
                                 serde_json::to_value(PresentedOption {
-                                    option_id: id.to_owned(),
-                                    label: c.input.trim().to_owned(),
+                                    option_id: r.id.to_owned(),
+                                    label: r.label,
                                 })
                                 .ok()
                             })
+                            .collect();
+                        // One button per option, however many inputs reach it.
+                        let mut seen = HashSet::new();
+                        let options: Vec<Value> = options
+                            .into_iter()
+                            .filter(|o| seen.insert(o["optionId"].to_string()))
                             .collect();
                         event.insert("options".into(), Value::Array(options));
                         self.prompting.insert(i);
@@ -433,6 +553,19 @@ impl DataRules {
             _ => "policy",
         }
     }
+}
+
+/// Evidence quoted in an event: at most `max` bytes.
+fn clip(mut evidence: String, max: usize) -> String {
+    if evidence.len() > max {
+        let cut = (0..=max)
+            .rev()
+            .find(|&i| evidence.is_char_boundary(i))
+            .unwrap_or(0);
+        evidence.truncate(cut);
+        evidence.push('…');
+    }
+    evidence
 }
 
 /// Removes ANSI escape sequences (CSI `ESC [ … final`, and two-byte `ESC x`) and carriage returns.

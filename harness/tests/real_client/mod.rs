@@ -1,21 +1,22 @@
 //! Shared by the tests of real clients without an adapter (acpx.rs, chuk_acp.rs): finding or
 //! installing the client named by a profile's `[install]`, and running cases against it.
 //!
-//! Where a client comes from: `$<ENV>` if set; else `<cache>/<package>/<bin>` (cache:
-//! `$ACP_HARNESS_CACHE`, else `$XDG_CACHE_HOME/acp-harness`, else `~/.cache/acp-harness`),
-//! installed there when missing (npm: `npm install --prefix`; PyPI: `python3 -m venv` and its
-//! pip). Without the installer the tests skip and say so; with the client's name in
-//! `ACP_HARNESS_REQUIRE` (set by .ci/run) they fail instead.
+//! Where a client comes from: `$<ENV>` if set; else the harness's cache, installed there once
+//! when missing (`acp_harness::client_spec::install`, the same code as `acp-harness install`,
+//! which `.ci/run` runs first). A client that cannot be installed is skipped with the command
+//! that installs it; with the client's name (or `*`) in `ACP_HARNESS_REQUIRE` (set by .ci/run)
+//! the test fails instead.
 
 #![allow(dead_code)] // each test file uses its own part
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use acp_harness::baseline::Baseline;
-use acp_harness::client_spec::ClientSpec;
-use acp_harness::output::is_failing;
+use acp_harness::client_spec::{ClientSpec, install};
 use acp_harness::runner::{self, CaseResult, RunConfig};
 use acp_harness::suite;
 use acp_judge::checks::Grade;
@@ -31,48 +32,14 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
+/// True if `ACP_HARNESS_REQUIRE` (comma-separated names, `*` for all) names `name`.
 fn required(name: &str) -> bool {
-    std::env::var("ACP_HARNESS_REQUIRE").is_ok_and(|v| v.split(',').any(|s| s.trim() == name))
+    std::env::var("ACP_HARNESS_REQUIRE")
+        .is_ok_and(|v| v.split(',').any(|s| s.trim() == name || s.trim() == "*"))
 }
 
-fn cache_dir() -> Option<PathBuf> {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    var("ACP_HARNESS_CACHE")
-        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("acp-harness")))
-        .or_else(|| var("HOME").map(|d| d.join(".cache/acp-harness")))
-}
-
-/// True if `program --version` runs.
-fn runs(program: &str) -> bool {
-    std::process::Command::new(program)
-        .arg("--version")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Runs an install step, bounded.
-fn install_step(mut cmd: tokio::process::Command, what: &str) -> Result<(), String> {
-    cmd.kill_on_drop(true);
-    let status = runtime()
-        .block_on(async { tokio::time::timeout(Duration::from_secs(600), cmd.status()).await })
-        .map_err(|_| format!("{what} did not finish within 10 minutes"))?
-        .map_err(|e| format!("cannot run {what}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{what} failed ({status})"))
-    }
-}
-
-/// Finds or installs the client of `profile`. `Ok(None)`: skip (no installer); `Err`: it
-/// should have worked.
-fn locate(profile: &Path, env: &str) -> Result<Option<PathBuf>, String> {
+/// Finds or installs the client of `profile`. `Ok(None)`: not installable here (why printed).
+fn locate(name: &str, profile: &Path, env: &str) -> Result<Option<PathBuf>, String> {
     if let Some(path) = std::env::var_os(env).filter(|v| !v.is_empty()) {
         let path = PathBuf::from(path);
         return if path.exists() {
@@ -87,81 +54,45 @@ fn locate(profile: &Path, env: &str) -> Result<Option<PathBuf>, String> {
         .wire
         .install
         .ok_or_else(|| format!("{} has no [install]", profile.display()))?;
-    let cache = cache_dir().ok_or("no cache directory: set ACP_HARNESS_CACHE or HOME")?;
-    let prefix = cache.join(install.package());
-    let program = prefix.join(&install.bin);
-    if program.exists() {
-        return Ok(Some(program));
-    }
-    eprintln!(
-        "installing {} into {} …",
-        install.package(),
-        prefix.display()
-    );
-    if let Some(npm_spec) = &install.npm {
-        if !runs("node") || !runs("npm") {
-            return Ok(None);
+    let cache = install::cache_dir().ok_or("no cache directory: set ACP_HARNESS_CACHE or HOME")?;
+    // Progress straight to stderr: libtest captures eprintln! of a passing test.
+    match install::ensure(&install, &cache, &mut std::io::stderr()) {
+        Ok(program) => Ok(Some(program)),
+        Err(e) => {
+            let why = format!(
+                "{name} cannot be installed here: {e}\n  to install it by hand: {}\n  (or set \
+                 {env} to its program; ACP_HARNESS_REQUIRE={name} turns this skip into a failure)",
+                install.command_line(&cache)
+            );
+            if required(name) {
+                return Err(why);
+            }
+            let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
+            Ok(None)
         }
-        std::fs::create_dir_all(&prefix).map_err(|e| format!("{}: {e}", prefix.display()))?;
-        let mut npm = tokio::process::Command::new("npm");
-        npm.args(["install", "--no-audit", "--no-fund", "--prefix"])
-            .arg(&prefix)
-            .arg(npm_spec);
-        install_step(npm, &format!("npm install {npm_spec}"))?;
-    } else if let Some(requirement) = &install.pypi {
-        if !runs("python3") {
-            return Ok(None);
-        }
-        let mut venv = tokio::process::Command::new("python3");
-        venv.args(["-m", "venv"]).arg(&prefix);
-        install_step(venv, "python3 -m venv")?;
-        let mut pip = tokio::process::Command::new(prefix.join("bin/pip"));
-        pip.args([
-            "install",
-            "--disable-pip-version-check",
-            "--quiet",
-            requirement,
-        ])
-        .args(&install.pip_args);
-        install_step(pip, &format!("pip install {requirement}"))?;
-    } else if let Some((name, version)) = install.cargo_crate() {
-        // Built from source by the cargo that runs this test: a few minutes, once per cache.
-        let mut cargo = tokio::process::Command::new(env!("CARGO"));
-        cargo
-            .args(["install", "--locked", "--quiet", "--root"])
-            .arg(&prefix)
-            .args([name, "--version", version]);
-        install_step(cargo, &format!("cargo install {name}@{version}"))?;
     }
-    if !program.exists() {
-        return Err(format!(
-            "installing {} left no {}",
-            install.package(),
-            program.display()
-        ));
-    }
-    Ok(Some(program))
 }
 
+/// The outcome of locating each client in this process, so that two tests of one client
+/// install it (and report a failed install) once.
+static LOCATED: Mutex<BTreeMap<String, Result<Option<PathBuf>, String>>> =
+    Mutex::new(BTreeMap::new());
+
 /// The client's program, or `None` after printing why the test is skipped. Panics when the
-/// client is required (`ACP_HARNESS_REQUIRE` names `name`) or should have been found.
+/// client is required (`ACP_HARNESS_REQUIRE` names `name`) and cannot be installed, or when
+/// `$<env>` names a missing program.
 pub fn program(name: &str, profile: &Path, env: &str) -> Option<PathBuf> {
-    match locate(profile, env) {
-        Ok(Some(path)) => Some(path),
-        Ok(None) if required(name) => {
-            panic!("ACP_HARNESS_REQUIRE={name}, but there is no installer for {name} here")
-        }
-        Ok(None) => {
-            // Straight to stderr: libtest captures eprintln! of a passing test, and a skip must
-            // be seen.
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: {name} cannot be installed here (no node/npm or python3; or set {env} to \
-                 its program; ACP_HARNESS_REQUIRE={name} turns this skip into a failure)"
-            );
-            None
-        }
-        Err(e) => panic!("{name}: {e}"),
+    let mut located = LOCATED.lock().unwrap_or_else(|e| e.into_inner());
+    let first = !located.contains_key(name);
+    let outcome = located
+        .entry(name.to_owned())
+        .or_insert_with(|| locate(name, profile, env))
+        .clone();
+    drop(located);
+    match outcome {
+        Ok(found) => found,
+        Err(e) if first => panic!("{name}: {e}"),
+        Err(_) => panic!("{name}: cannot be installed (reported by the first test that tried)"),
     }
 }
 
@@ -178,7 +109,8 @@ pub fn config() -> RunConfig {
 /// client's test from what its suite costs. A client that mostly waits (on step timeouts where
 /// it never answers a request, on settle times) can take many: chuk-acp 0.3.2's suite used 9 %
 /// of two cores with one case per core (33 s of CPU in 339 s), and with six per core 79 s
-/// instead of 255 s at two, still under a core. One whose startup is heavy cannot: acpx's
+/// instead of 255 s at two, still under a core; at twenty per core 111 s instead of 157 s at
+/// six. One whose startup is heavy cannot: acpx's
 /// suite keeps two cores busy at two per core (Node), and at eight cases on two busy cores acpx
 /// did not start the agent within the 5 s step timeout. `ACP_REAL_CLIENT_JOBS=<n>` overrides.
 fn suite_jobs(per_core: usize) -> usize {
@@ -242,7 +174,7 @@ pub fn assert_suite_green(
         .flat_map(|r| {
             r.trials
                 .iter()
-                .filter(|t| is_failing(t.grade, false))
+                .filter(|t| t.grade.is_failing(false))
                 .map(move |t| {
                     format!(
                         "{}::{} [{}]\n{}",

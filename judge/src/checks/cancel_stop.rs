@@ -51,7 +51,7 @@ impl Check for CancelStop {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[42, 43, 44, 46, 47, 48, 50, 182]
+        &[42, 43, 44, 46, 47, 48, 50, 182, 192]
     }
 
     fn requirement(&self) -> &'static str {
@@ -308,7 +308,7 @@ fn check_cancel(
             && !model.is_reply_to_garbage(m.index)
         {
             problems.fail(
-                50,
+                192,
                 format!(
                     "after the user cancel #{at} the client sent error #{} that answers no request: it rejected an update of the cancelled turn. Expected updates to be accepted silently (R50).",
                     m.index
@@ -320,7 +320,7 @@ fn check_cancel(
     if let RunEnd::Crash { .. } = case.end {
         if prompt.is_some() && prompt_response.is_none() {
             problems.fail(
-                50,
+                192,
                 format!(
                     "the client died after the user cancel #{at}, before the agent ended the cancelled turn. Expected it to keep accepting updates until the session/prompt response (R50)."
                 ),

@@ -24,6 +24,10 @@
 //!   read is only compared when no write to that path follows it, so the snapshot is the file
 //!   the read saw. A read of a path that does not exist must be answered with an error (#66; the
 //!   spec's code is -32002 resource not found, any error passes here).
+//! * A read of an existing file inside the workspace (symlinks resolved), answered with an
+//!   error, fails R66 as a refused write fails R65: advertising `fs.readTextFile` and opening the
+//!   session there is the grant. Not judged: a read the agent withdrew (`-32800`), a file that is
+//!   not UTF-8, a `line` past the end of the file (an error is a fair answer, as Zed gives one).
 //! * Whether the client may serve a path outside the workspace at all is `auto-approval`'s
 //!   question (R120, R121), not this check's.
 
@@ -91,6 +95,8 @@ struct FsRequest<'m, 'a> {
     params: &'a Value,
     /// (index, result) of the first answer; result `None` for an error response.
     answer: Option<(usize, Option<&'a Value>)>,
+    /// The first answer's `error`, when it is an error response.
+    error: Option<&'a Value>,
 }
 
 impl<'m, 'a> FsRequest<'m, 'a> {
@@ -114,16 +120,21 @@ impl<'m, 'a> FsRequest<'m, 'a> {
         }
         let params = msg.params()?;
         let path = PathBuf::from(params.get("path")?.as_str()?);
-        let answer = model.answers_to(msg.index).first().map(|&a| {
+        let first = model.answers_to(msg.index).first().copied();
+        let answer = first.map(|a| {
             let result = model.msg(a).and_then(|r| r.result());
             (a, result)
         });
+        let error = first
+            .and_then(|a| model.msg(a)?.json()?.get("error"))
+            .filter(|e| !e.is_null());
         Some(FsRequest {
             msg,
             write,
             path,
             params,
             answer,
+            error,
         })
     }
 }
@@ -212,15 +223,20 @@ fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut
         last_write.insert(&w.path, w.msg.index);
     }
     for r in requests.iter().filter(|r| !r.write) {
-        let Some((answer, Some(result))) = r.answer else {
-            continue;
+        let written_later = last_write
+            .get(r.path.as_path())
+            .is_some_and(|&w| w > r.msg.index);
+        let (answer, result) = match r.answer {
+            Some((answer, Some(result))) => (answer, result),
+            Some((answer, None)) if !written_later => {
+                refused_read(case, r, answer, problems);
+                continue;
+            }
+            _ => continue,
         };
         let Some(returned) = result.get("content").and_then(Value::as_str) else {
             continue; // the schema check reports a result without content
         };
-        let written_later = last_write
-            .get(r.path.as_path())
-            .is_some_and(|&w| w > r.msg.index);
         if !verifiable(case, &r.path) || written_later {
             continue;
         }
@@ -287,6 +303,56 @@ fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut
     }
 }
 
+/// A read answered with an error. Inside the workspace, of a file that existed (and was not
+/// written after the read, so the snapshot is the file the read saw), with a valid window that
+/// starts inside the file, a client that advertised `fs.readTextFile` serves it (R66), as it
+/// serves a write (R65): opening the session there and advertising the capability is the grant.
+/// Not judged: a read the agent withdrew (`-32800`), a file that is not UTF-8 text, a `line`
+/// past the end (an error is a fair answer there), and paths outside the workspace (refusing
+/// those is the client's right; `auto-approval` judges serving them).
+fn refused_read(case: &CaseRecord, r: &FsRequest<'_, '_>, answer: usize, problems: &mut Problems) {
+    let code = r.error.and_then(|e| e.get("code")).and_then(Value::as_i64);
+    let inside = r.path.to_str().is_some_and(|p| {
+        super::auto_approval::outside_reason(p, &case.workspace, &case.symlinks).is_none()
+    });
+    if code == Some(-32800) || !inside || !verifiable(case, &r.path) {
+        return;
+    }
+    let Some(Some(bytes)) = case.files_after.get(&r.path) else {
+        return; // missing: an error is right; no snapshot: nothing to compare
+    };
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return;
+    };
+    let number = |name: &str| {
+        r.params
+            .get(name)
+            .filter(|v| !v.is_null())
+            .map(Value::as_u64)
+    };
+    let line = match (number("line"), number("limit")) {
+        (Some(None) | Some(Some(0)), _) | (_, Some(None)) => return, // not a valid request
+        (line, _) => line.flatten().unwrap_or(1),
+    };
+    let lines = text.split_inclusive('\n').count().max(1) as u64;
+    if line > lines {
+        return;
+    }
+    let what = match r.error {
+        Some(e) => truncate_chars(&e.to_string(), 160),
+        None => "an error".to_owned(),
+    };
+    problems.fail(
+        66,
+        format!(
+            "fs/read_text_file #{} of \"{}\", an existing file inside the workspace, was refused (#{answer}: {what}), although the client advertised fs.readTextFile. Expected the file's text: inside the workspace the client serves reads as it serves writes (R66, R65).",
+            r.msg.index,
+            r.path.display()
+        ),
+        &[r.msg.index, answer],
+    );
+}
+
 /// Lines `line..line+limit` (1-based) of `text`, each with its terminator.
 fn select_lines(text: &str, line: u64, limit: Option<u64>) -> String {
     let skip = usize::try_from(line.saturating_sub(1)).unwrap_or(usize::MAX);
@@ -308,7 +374,7 @@ fn without_final_terminator(s: &str) -> Vec<&str> {
 }
 
 /// "expected N bytes, got M; first difference at byte K: expected "…" / actual "…"".
-fn describe_diff(expected: &[u8], actual: &[u8]) -> String {
+pub(super) fn describe_diff(expected: &[u8], actual: &[u8]) -> String {
     let at = expected
         .iter()
         .zip(actual)
@@ -437,6 +503,75 @@ mod tests {
         write(&c, 10, "/tmp/case/outside/x", "x");
         c.c2a(json!({"jsonrpc":"2.0","id":10,"error":{"code":-32603,"message":"outside"}}));
         assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+    }
+
+    /// formulahendry/acp-ui#14: fs requests answered -32601 although `fs.*` was advertised.
+    #[test]
+    fn refusing_a_workspace_read_fails_like_a_refused_write() {
+        let refused =
+            json!({"jsonrpc":"2.0","id":10,"error":{"code":-32601,"message":"Method not found"}});
+        let p = format!("{WS}/src/main.rs");
+        let mut c = Case::wire_only();
+        c.handshake(); // advertises fs.readTextFile
+        read(&c, 10, &p, Some(2), Some(1));
+        c.c2a(refused.clone());
+        file(&mut c, &p, Some("a\nb\n"));
+        let f = c.grade(&Fs);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "an existing file inside the workspace, was refused (#",
+        );
+        assert!(f.message.contains("-32601"), "{}", f.message);
+
+        // Not judged: a missing file, a line past the end, a withdrawn read, a path outside,
+        // a file written after the read, an unadvertised capability.
+        let cases: [(&str, Option<&str>, Option<u64>, Value); 4] = [
+            (&p, None, None, refused.clone()),
+            (&p, Some("a\n"), Some(5), refused.clone()),
+            (
+                &p,
+                Some("a\n"),
+                None,
+                json!({"jsonrpc":"2.0","id":10,"error":{"code":-32800,"message":"cancelled"}}),
+            ),
+            ("/tmp/case/outside/x", Some("a\n"), None, refused.clone()),
+        ];
+        for (path, bytes, line, answer) in cases {
+            let mut c = Case::wire_only();
+            c.handshake();
+            read(&c, 10, path, line, None);
+            c.c2a(answer);
+            file(&mut c, path, bytes);
+            assert_eq!(c.grade(&Fs).grade, Grade::Pass, "{path} {bytes:?} {line:?}");
+        }
+        // Through a symlink out of the workspace: outside.
+        let mut c = Case::wire_only();
+        c.handshake();
+        let link = format!("{WS}/docs/.aws");
+        c.symlinks
+            .insert(PathBuf::from(&link), PathBuf::from("/tmp/case/outside/aws"));
+        let through = format!("{link}/credentials");
+        read(&c, 10, &through, None, None);
+        c.c2a(refused.clone());
+        file(&mut c, &through, Some("secret\n"));
+        assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+
+        let mut c = Case::wire_only();
+        c.handshake();
+        read(&c, 10, &p, None, None);
+        c.c2a(refused.clone());
+        write(&c, 11, &p, "new");
+        ok(&c, 11, json!({}));
+        file(&mut c, &p, Some("new"));
+        assert_eq!(c.grade(&Fs).grade, Grade::Pass);
+
+        let mut c = Case::wire_only();
+        c.c2a(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"writeTextFile":true}}}}));
+        read(&c, 10, &p, None, None);
+        c.c2a(refused);
+        file(&mut c, &p, Some("a\n"));
+        assert_eq!(c.grade(&Fs).grade, Grade::NotApplicable);
     }
 
     #[test]

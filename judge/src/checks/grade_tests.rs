@@ -10,7 +10,7 @@ fn passing() -> Case {
     let c = Case::new();
     c.handshake();
     c.prompt();
-    c.update(json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"ls","kind":"execute"}));
+    c.update(json!({"sessionUpdate":"tool_call","toolCallId":"c","title":"t","kind":"execute"}));
     c.item("c", "command");
     c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
     c.approval(json!(0), "c", "command", buttons3());
@@ -51,7 +51,9 @@ fn all_checks_have_stable_ids_in_fixed_order() {
             "authenticate",
             "session-open",
             "plan",
-            "tool-call-status"
+            "tool-call-status",
+            "tool-call-title",
+            "agent-death"
         ]
     );
     for check in all_checks() {
@@ -88,6 +90,8 @@ fn completed_run_grades_each_check() {
             ("session-open", Grade::NotApplicable),
             ("plan", Grade::NotApplicable),
             ("tool-call-status", Grade::Pass),
+            ("tool-call-title", Grade::Pass),
+            ("agent-death", Grade::NotApplicable),
         ]
     );
     assert_eq!(
@@ -119,6 +123,88 @@ fn harness_error_makes_every_trial_error_with_repro() {
         assert_eq!(t.grade, Grade::Error, "{}", t.check);
         assert!(t.message.contains("socket bind failed"));
         assert!(t.message.ends_with("repro: acp-harness replay test@1/case"));
+    }
+}
+
+#[test]
+fn a_request_the_scenario_left_unanswered_makes_every_trial_error_naming_the_step() {
+    // The client asks something no step takes and the fake agent has no answer for, then
+    // (waiting for it) never shows the turn ended: the scenario's fault, not the client's.
+    let c = Case::new();
+    c.handshake();
+    c.prompt();
+    let asked = c.c2a(json!({"jsonrpc":"2.0","id":9,"method":"session/set_mode",
+        "params":{"sessionId":SID,"modeId":"plan"}}));
+    c.note(Note::UnmatchedRequest {
+        step: "7".into(),
+        line: Some(41),
+        method: "session/set_mode".into(),
+        frame: asked,
+        error: None,
+        result: None,
+    });
+    c.prompt_result("end_turn");
+    let trials = grade_case(&c.record());
+    assert_eq!(trial(&trials, "turn-end").grade, Grade::Error);
+    assert_eq!(trial(&trials, "session-mode").grade, Grade::Fail);
+    for t in &trials {
+        // A finding about the request itself stands (session-mode: an unoffered mode).
+        if t.grade != Grade::Error {
+            assert!(
+                matches!(t.grade, Grade::Fail | Grade::Warn) && t.frames.contains(&asked),
+                "{}: {:?} {}",
+                t.check,
+                t.grade,
+                t.message
+            );
+            continue;
+        }
+        assert!(
+            t.message.contains("not the client's fault")
+                && t.message.contains("session/set_mode")
+                && t.message.contains("step 7 (line 41)")
+                && t.message.contains(&format!("#{asked} ")),
+            "{}",
+            t.message
+        );
+    }
+
+    // A finding about the unanswered request itself stands (a second initialize, R197).
+    let c = passing();
+    let again = c.c2a(json!({"jsonrpc":"2.0","id":9,"method":"initialize",
+        "params":{"protocolVersion":1,"clientCapabilities":{}}}));
+    c.note(Note::UnmatchedRequest {
+        step: "6".into(),
+        line: None,
+        method: "initialize".into(),
+        frame: again,
+        error: None,
+        result: None,
+    });
+    let trials = grade_case(&c.record());
+    let init = trial(&trials, "initialize");
+    assert_eq!(init.grade, Grade::Warn, "{}", init.message);
+    assert!(
+        init.message.contains("initialize again"),
+        "{}",
+        init.message
+    );
+    assert_eq!(trial(&trials, "turn-end").grade, Grade::Error);
+
+    // Answered by the fake agent (the profile's error, or -32601): the checks judge as usual.
+    let c = passing();
+    let asked = c.c2a(json!({"jsonrpc":"2.0","id":9,"method":"_x/unknown","params":{}}));
+    c.note(Note::UnmatchedRequest {
+        step: "5".into(),
+        line: None,
+        method: "_x/unknown".into(),
+        frame: asked,
+        error: Some(json!({"code":-32601,"message":"Method not found"})),
+        result: None,
+    });
+    c.a2c(json!({"jsonrpc":"2.0","id":9,"error":{"code":-32601,"message":"Method not found"}}));
+    for t in grade_case(&c.record()) {
+        assert_ne!(t.grade, Grade::Error, "{}: {}", t.check, t.message);
     }
 }
 

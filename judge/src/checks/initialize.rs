@@ -31,7 +31,7 @@ impl Check for Initialize {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[9, 10, 12, 16, 17, 20, 23, 25, 28, 34, 35, 36]
+        &[9, 10, 12, 16, 17, 20, 23, 25, 28, 34, 35, 36, 197]
     }
 
     fn requirement(&self) -> &'static str {
@@ -118,7 +118,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
         if method == "initialize" && m.is_request() && completed.is_some_and(|done| m.index > done)
         {
             problems.warn(
-                9,
+                197,
                 format!(
                     "the client sent initialize again (#{}) after the connection was initialized.",
                     m.index

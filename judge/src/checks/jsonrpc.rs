@@ -10,9 +10,14 @@
 //! Reading: "never answered" is judged on a run that completed, and on a run that stopped waiting
 //! for the client (runner note `run_stopped`) for every request that had waited at least one step
 //! timeout by then, or that was pending when the client closed the agent connection: a client
-//! that drops agent requests fails here by name, not only with `timeout`. A crash is graded as
-//! the death. A request the agent withdrew with `$/cancel_request` must still be answered (R52:
-//! a result or -32800), and a missing answer cites that rule. A frame the harness duplicated on purpose (note `{"type":"fault","kind":
+//! that drops agent requests fails here by name, not only with `timeout`. On a run that ended
+//! in a crash every request the client left pending is named too, a `terminal/wait_for_exit` on
+//! a live command included, as on a connection the client closed. A request the agent withdrew with `$/cancel_request` must still be answered (R52:
+//! a result or -32800), and a missing answer cites that rule; a withdrawn permission request
+//! answered afterwards with a selected option fails R52 too: the agent gave the tool call up
+//! (claude-agent-acp 0.85.1 withdraws the pending request when the user presses Stop, recorded),
+//! so the only meaningful answers are `cancelled` or -32800, and "allow" approves what nobody is
+//! asking any more. A frame the harness duplicated on purpose (note `{"type":"fault","kind":
 //! "duplicate"}`) may be answered once or twice. An error response with id `null` after the
 //! agent wrote garbage on that connection is the JSON-RPC answer to garbage (-32700), not a
 //! response to an unknown id. A line over the harness's frame limit (note `frame_too_long`, 16 MiB
@@ -25,6 +30,7 @@ use std::collections::HashMap;
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
 use crate::wire_model::{MsgKind, Side, WireModel, describe_id, id_key, note_of};
+use acp_vocab::control::{Command, Event, Message};
 use acp_vocab::note::Note;
 
 pub struct JsonRpc;
@@ -101,6 +107,27 @@ impl Check for JsonRpc {
                 group.1.extend(answers);
                 continue;
             }
+            if let (Some(&answer), "session/request_permission") = (answers.first(), method)
+                && let Some(withdrawn) = withdrawal(model, msg.conn, id, msg.index)
+                && withdrawn < answer
+                && waited_for_the_user(model, msg.index)
+                && let Some(option) = model
+                    .msg(answer)
+                    .and_then(|m| m.json())
+                    .and_then(|j| j.pointer("/result/outcome"))
+                    .filter(|o| o.get("outcome").and_then(|v| v.as_str()) == Some("selected"))
+                    .and_then(|o| o.get("optionId"))
+            {
+                problems.fail(
+                    52,
+                    format!(
+                        "permission request #{} (id {}) was withdrawn by the agent's $/cancel_request at #{withdrawn}, and the client then answered it at #{answer} with the option {option}. Expected the cancelled outcome (or the error -32800): the agent no longer asks, and an approval after the withdrawal approves a tool call it gave up.",
+                        msg.index,
+                        describe_id(id),
+                    ),
+                    &[msg.index, withdrawn, answer],
+                );
+            }
             if answers.len() > 1 {
                 let mut frames = vec![msg.index];
                 frames.extend(&answers);
@@ -116,7 +143,8 @@ impl Check for JsonRpc {
                 );
             } else if answers.is_empty()
                 && unanswered_counts(case, model, msg.index)
-                && !waits_on_a_live_command(model, msg.conn, msg.index)
+                && (lost_with_the_client(case, model, msg.index)
+                    || !waits_on_a_live_command(model, msg.conn, msg.index))
                 // Its agent was killed while it waited: no answer can reach a dead agent.
                 && super::agent_killed_after(model, msg.conn, msg.index).is_none()
             {
@@ -224,6 +252,39 @@ fn withdrawal(
         .map(|m| m.index)
 }
 
+/// True if the client held permission request `request` open for its user: its adapter showed
+/// the card, and the user never clicked on it. Only then is an option answered after the agent's
+/// withdrawal the client's own choice, made with the withdrawal in hand. A client that answers
+/// by itself (a policy, a remembered grant, a wire-only client) decides as it reads the request,
+/// and a click may be on its way as the withdrawal comes: either answer may have crossed the
+/// withdrawal on the pipe, which one the client read first is not on the wire, and machine load
+/// decides it, so those answers are not graded here (`auto-approval` judges the policy).
+/// Read without comparing indices across the two pipes: the grade must not depend on which
+/// pipe the harness read first.
+fn waited_for_the_user(model: &WireModel<'_>, request: usize) -> bool {
+    let Some(msg) = model.msg(request) else {
+        return false;
+    };
+    let (Some(id), session) = (msg.id(), msg.params_session_id()) else {
+        return false;
+    };
+    let mut shown = false;
+    for c in &model.controls {
+        match c.message {
+            Some(Message::Event(Event::Approval(card)))
+                if &card.request_id == id && Some(card.session_id.as_str()) == session =>
+            {
+                shown = true;
+            }
+            Some(Message::Command(Command::Choose { request_id, .. })) if request_id == id => {
+                return false;
+            }
+            _ => {}
+        }
+    }
+    shown
+}
+
 /// True if a request without an answer counts as never answered: on a completed run always; on a
 /// run that stopped (runner note `run_stopped`) when the client closed the agent connection after
 /// it, or it had waited at least one step timeout by then (the run stopped waiting for the client,
@@ -243,18 +304,54 @@ fn unanswered_counts(case: &CaseRecord, model: &WireModel<'_>, request: usize) -
             if request > *stopped {
                 return false;
             }
-            if super::connection_closed(model) {
+            if super::connection_closed(model) || waited_through_a_timed_out_step(model, request) {
                 return true;
             }
+            // A step waits in machine time; the transcript's clock is the wall's. Without a
+            // step timeout that says when its wait began, the case's average stretch converts.
+            let stretch = note
+                .get("stretch")
+                .and_then(serde_json::Value::as_f64)
+                .unwrap_or(1.0)
+                .max(1.0);
             let step_us = note
                 .get("step_timeout_ms")
                 .and_then(serde_json::Value::as_u64)
-                .map_or(u64::MAX, |ms| ms.saturating_mul(1000));
+                .map_or(u64::MAX, |ms| (ms as f64 * 1000.0 * stretch) as u64);
             let at = |i: usize| model.entry(i).map_or(0, |e| e.at_us);
             at(*stopped).saturating_sub(at(request)) >= step_us
         }
+        // The client died: what it had not answered, it never will (README: every agent request
+        // pending when the client went away is named).
+        RunEnd::Crash { .. } => true,
         _ => false,
     }
+}
+
+/// True if request `request` was pending through a whole step wait that ran out: sent before
+/// the wait began (a `step_timeout` note says how long it lasted), unanswered when it ended.
+/// Decided by order on one clock, not by comparing durations across clocks, so the verdict is the
+/// same on a busy machine as on an idle one.
+fn waited_through_a_timed_out_step(model: &WireModel<'_>, request: usize) -> bool {
+    let at = |i: usize| model.entry(i).map_or(0, |e| e.at_us);
+    model.notes.iter().any(|(index, note)| {
+        *index > request
+            && matches!(note_of(note), Some(Note::StepTimeout { .. }))
+            && note
+                .get("waited_us")
+                .and_then(serde_json::Value::as_u64)
+                .is_some_and(|waited| at(request) <= at(*index).saturating_sub(waited))
+            && !model
+                .answers_to(request)
+                .iter()
+                .any(|&answer| answer < *index)
+    })
+}
+
+/// True if the client went away with the request pending: it died, or it closed the agent
+/// connection after the request. Then even a `terminal/wait_for_exit` on a live command is lost.
+fn lost_with_the_client(case: &CaseRecord, model: &WireModel<'_>, request: usize) -> bool {
+    matches!(case.end, RunEnd::Crash { .. }) || super::closed_within(model, request..usize::MAX)
 }
 
 /// A `terminal/wait_for_exit` answers when the command exits: one whose terminal the agent
@@ -304,7 +401,7 @@ fn near_miss(model: &WireModel<'_>, conn: u32, id: &serde_json::Value, after: us
 mod tests {
     use super::*;
     use crate::checks::Grade;
-    use crate::checks::testkit::{Case, assert_grade, opts3};
+    use crate::checks::testkit::{Case, assert_grade, buttons3, opts3};
     use acp_vocab::note::FaultKind;
     use serde_json::json;
 
@@ -336,6 +433,52 @@ mod tests {
         c.c2a(
             json!({"jsonrpc":"2.0","id":5,"error":{"code":-32800,"message":"Request cancelled"}}),
         );
+        assert_eq!(c.grade(&JsonRpc), Finding::pass());
+    }
+
+    #[test]
+    fn a_withdrawn_permission_request_is_not_answered_with_an_option() {
+        let answer = |outcome: serde_json::Value, card: bool| {
+            let c = if card { Case::new() } else { Case::wire_only() };
+            c.handshake();
+            c.prompt();
+            c.permission(json!(5), json!({"toolCallId":"c"}), opts3());
+            if card {
+                c.approval(json!(5), "c", "command", buttons3());
+            }
+            c.a2c(json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}));
+            c.c2a(json!({"jsonrpc":"2.0","id":5,"result":{"outcome":outcome}}));
+            c.prompt_result("cancelled");
+            c.grade(&JsonRpc)
+        };
+        let selected = || json!({"outcome":"selected","optionId":"once"});
+        let f = answer(selected(), true);
+        assert_grade(&f, Grade::Fail, "with the option \"once\"");
+        assert_eq!(f.rule, Some(52));
+        assert_eq!(
+            answer(json!({"outcome":"cancelled"}), true),
+            Finding::pass()
+        );
+        // No card: the client answered as it read the request, and the answer may have crossed
+        // the withdrawal on the pipe.
+        assert_eq!(answer(selected(), false), Finding::pass());
+        // A card the user clicked: the click may have crossed the withdrawal too.
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.permission(json!(5), json!({"toolCallId":"c"}), opts3());
+        c.approval(json!(5), "c", "command", buttons3());
+        c.cmd(json!({"type":"choose","seq":3,"requestId":5,"optionId":"once"}));
+        c.a2c(json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}));
+        c.select(json!(5), "once");
+        c.prompt_result("cancelled");
+        assert_eq!(c.grade(&JsonRpc), Finding::pass());
+        // An option chosen before the withdrawal arrived is a race the agent resolves, not this.
+        let c = base();
+        c.permission(json!(5), json!({"toolCallId":"c"}), opts3());
+        c.select(json!(5), "once");
+        c.a2c(json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}));
+        c.prompt_result("cancelled");
         assert_eq!(c.grade(&JsonRpc), Finding::pass());
     }
 
@@ -410,6 +553,44 @@ mod tests {
         }
     }
 
+    /// The client died (or closed the connection) with a `terminal/wait_for_exit` pending on a
+    /// command still running: the answer is lost, and named.
+    #[test]
+    fn requests_pending_when_the_client_died_are_named() {
+        let wait = |c: &Case| {
+            c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"terminal/wait_for_exit","params":{"sessionId":"ses_1","terminalId":"term_0"}}))
+        };
+        let mut c = base();
+        let w = wait(&c);
+        c.end = RunEnd::Crash {
+            exit_code: Some(1),
+            signal: None,
+            reason: "the client exited".into(),
+        };
+        let f = c.grade(&JsonRpc);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "(terminal/wait_for_exit, id 7 (number)) was never answered before the client died",
+        );
+        assert_eq!(f.frames, vec![w]);
+
+        let mut c = base();
+        wait(&c);
+        c.note(Note::ConnectionClosed { step: "4".into() });
+        stopped(&mut c, 3_600_000);
+        assert_grade(
+            &c.grade(&JsonRpc),
+            Grade::Fail,
+            "never answered before the client closed the agent connection",
+        );
+
+        // A completed run may end with a watcher on a live command pending.
+        let c = base();
+        wait(&c);
+        assert_eq!(c.grade(&JsonRpc).grade, Grade::Pass);
+    }
+
     #[test]
     fn unanswered_request_in_unfinished_run_is_left_to_the_run_end() {
         let mut c = base();
@@ -469,7 +650,10 @@ mod tests {
     }
 
     fn stopped(c: &mut Case, step_timeout_ms: u64) {
-        c.note(Note::RunStopped { step_timeout_ms });
+        c.note(Note::RunStopped {
+            step_timeout_ms,
+            stretch: 1.0,
+        });
         c.end = RunEnd::Incomplete {
             step: 5,
             reason: "client sent no answer to request `perm` within 5000 ms".into(),
@@ -505,6 +689,61 @@ mod tests {
             Grade::Fail,
             "never answered before the client closed the agent connection",
         );
+    }
+
+    #[test]
+    fn a_step_timeout_is_stretched_by_the_load_the_run_saw() {
+        // The same 30 ms of wall clock: a whole step of 20 ms on an idle machine, well under
+        // one on a machine so busy that its wall clock ran 1000 times machine time.
+        for (stretch, grade) in [(1.0, Grade::Fail), (1000.0, Grade::Pass)] {
+            let mut c = base();
+            c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"sessionId":"ses_1","path":"/a"}}));
+            std::thread::sleep(std::time::Duration::from_millis(30));
+            c.note(Note::RunStopped {
+                step_timeout_ms: 20,
+                stretch,
+            });
+            c.end = RunEnd::Incomplete {
+                step: 5,
+                reason: "stopped".into(),
+            };
+            assert_eq!(c.grade(&JsonRpc).grade, grade, "stretch {stretch}");
+        }
+    }
+
+    /// yopo 11.0.0 and a request with id null, on a machine so busy that the case's average
+    /// stretch covered the wait: the step timeout says its wait began after the request, so the
+    /// request waited the whole step, whatever the clocks' ratio. A request sent after the wait
+    /// began is left to the stretch rule. Timestamps are set, not slept: the test is about the
+    /// order on the transcript's clock, which sleeps on a busy machine would blur.
+    #[test]
+    fn a_request_pending_through_a_timed_out_step_is_never_answered_under_any_load() {
+        for (request_at_ms, grade) in [(100, Grade::Fail), (900, Grade::Pass)] {
+            let mut c = base();
+            let request = c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"fs/read_text_file","params":{"sessionId":"ses_1","path":"/a"}}));
+            let timed_out = c.note(Note::StepTimeout {
+                step: Some(5),
+                label: Some("8".into()),
+                reason: Some("client sent no answer".into()),
+                waiting_for: None,
+                // The wait began at 1000 ms − 500 ms.
+                waited_us: Some(500_000),
+            });
+            c.note(Note::RunStopped {
+                step_timeout_ms: 5,
+                stretch: 1000.0,
+            });
+            c.end = RunEnd::Incomplete {
+                step: 5,
+                reason: "stopped".into(),
+            };
+            let mut record = c.record();
+            record.transcript[request].at_us = request_at_ms * 1000;
+            record.transcript[timed_out].at_us = 1_000_000;
+            record.transcript[timed_out + 1].at_us = 1_000_000;
+            let f = JsonRpc.evaluate(&record);
+            assert_eq!(f.grade, grade, "request at {request_at_ms} ms: {f:?}");
+        }
     }
 
     #[test]

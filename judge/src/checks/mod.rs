@@ -7,6 +7,7 @@
 //! Every check reads the case through one shared [`WireModel`] (built once per case by
 //! [`grade_case`]), so no check re-derives pairing, sessions or tool-call state.
 
+mod agent_death;
 mod authenticate;
 mod auto_approval;
 mod cancel_stop;
@@ -26,9 +27,11 @@ mod subject_kind;
 mod terminal;
 mod tool_call_row;
 mod tool_call_status;
+mod tool_call_title;
 mod turn_end;
 mod unknown_messages;
 
+pub use agent_death::AgentDeath;
 pub use authenticate::Authenticate;
 pub use auto_approval::{AutoApproval, declared_policy};
 pub use cancel_stop::CancelStop;
@@ -48,6 +51,7 @@ pub use subject_kind::SubjectKind;
 pub use terminal::Terminal;
 pub use tool_call_row::ToolCallRow;
 pub use tool_call_status::ToolCallStatus;
+pub use tool_call_title::ToolCallTitle;
 pub use turn_end::TurnEnd;
 pub use unknown_messages::UnknownMessages;
 
@@ -59,57 +63,8 @@ use crate::rules;
 use crate::wire_model::{WireModel, note_of};
 use acp_vocab::note::Note;
 
-/// The grade of one trial (docs/architecture.md §5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Grade {
-    Pass,
-    /// A MUST was broken.
-    Fail,
-    /// A SHOULD was broken (fails under `--strict`).
-    Warn,
-    /// The check cannot apply (capability not advertised, no control plane); the reason says why.
-    NotApplicable,
-    /// The case could not be judged: the harness failed, or the client's adapter broke the
-    /// control protocol (the message says which).
-    Error,
-    Timeout,
-    Crash,
-    /// A failure the baseline lists (baseline.rs): shown with the entry's reason, does not fail
-    /// the run.
-    Expected,
-    /// A baseline entry whose failure did not happen: fails the run until the entry is removed.
-    Stale,
-}
-
-impl Grade {
-    /// Every grade, in the order tables show them.
-    pub const ALL: [Grade; 9] = [
-        Grade::Pass,
-        Grade::Fail,
-        Grade::Warn,
-        Grade::NotApplicable,
-        Grade::Error,
-        Grade::Timeout,
-        Grade::Crash,
-        Grade::Expected,
-        Grade::Stale,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Grade::Pass => "pass",
-            Grade::Fail => "fail",
-            Grade::Warn => "warn",
-            Grade::NotApplicable => "not_applicable",
-            Grade::Error => "error",
-            Grade::Timeout => "timeout",
-            Grade::Crash => "crash",
-            Grade::Expected => "expected",
-            Grade::Stale => "stale",
-        }
-    }
-}
+/// The grade of one trial: the one outcome vocabulary of the project (vocab/src/grade.rs).
+pub use acp_vocab::grade::Grade;
 
 /// What a check found: its grade, a message, the transcript indices that prove it, and the
 /// rule it breaks.
@@ -215,6 +170,8 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
         Box::new(SessionOpen),
         Box::new(Plan),
         Box::new(ToolCallStatus),
+        Box::new(ToolCallTitle),
+        Box::new(AgentDeath),
     ]
 }
 
@@ -271,6 +228,7 @@ const FRAME_CHARS: usize = 300;
 pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
     let checks = all_checks();
     let model = WireModel::new(&record.transcript);
+    let unanswered = left_unanswered(&model);
     checks
         .iter()
         .map(|check| {
@@ -281,6 +239,20 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
                     format!("harness error (not the client's fault): {reason}"),
                     Vec::new(),
                 ),
+                // The scenario left a request of the client unanswered: what the client did while
+                // it waited cannot be judged. A finding about that very request (a second
+                // `initialize`, R197) still stands: it grades the request, not the answer.
+                _ if unanswered.is_some() => {
+                    let (frame, message) = unanswered.clone().unwrap_or_default();
+                    let finding = check.evaluate_with(record, &model);
+                    let about_it = matches!(finding.grade, Grade::Fail | Grade::Warn)
+                        && finding.frames.contains(&frame);
+                    if about_it {
+                        finding
+                    } else {
+                        Finding::new(Grade::Error, message, vec![frame])
+                    }
+                }
                 // A wire-only client's observer failed: the wire is still the client's own.
                 RunEnd::AdapterError { .. }
                     if !record.control_plane && !check.needs_control_plane() =>
@@ -367,6 +339,35 @@ pub fn grade_case(record: &CaseRecord) -> Vec<Trial> {
             }
         })
         .collect()
+}
+
+/// The first client request the scenario left unanswered (engine note `unmatched_request`
+/// without an `error` or a `result`: no step took it and the profile says nothing of its method), as its
+/// transcript index and the message blaming the scenario. Whatever the client did after it
+/// waited on an answer the real agent would have given, so no check can grade it.
+pub fn left_unanswered(model: &WireModel<'_>) -> Option<(usize, String)> {
+    model.notes.iter().find_map(|(_, n)| match note_of(n) {
+        Some(Note::UnmatchedRequest {
+            step,
+            line,
+            method,
+            frame,
+            error: None,
+            result: None,
+        }) => {
+            let at = match line {
+                Some(line) => format!("step {step} (line {line})"),
+                None => format!("step {step}"),
+            };
+            Some((
+                frame,
+                format!(
+                    "scenario error (not the client's fault): the client's {method} request (frame #{frame}) was left unanswered: no step from {at} on takes it, and the agent profile has no [errors] entry for {method}, so the case cannot be judged (add a step for it to the scenario, or the real agent's answer to the profile's [errors] or [results])"
+                ),
+            ))
+        }
+        _ => None,
+    })
 }
 
 /// True if the run stopped because the client closed the agent connection (engine note
@@ -535,6 +536,21 @@ impl Problems {
         message: impl Into<String>,
         frames: &[usize],
     ) {
+        // Issue 42, must-4: a grade follows the keyword of the rule it cites (a fail a MUST or
+        // one of the harness's invariants, a warn a SHOULD or a MAY).
+        if let Some(level) = rule.and_then(rules::get).map(|r| r.level) {
+            debug_assert!(
+                match grade {
+                    Grade::Fail => level == rules::Level::Must,
+                    Grade::Warn => level != rules::Level::Must,
+                    _ => true,
+                },
+                "a {} cites R{} ({})",
+                grade.as_str(),
+                rule.unwrap_or_default(),
+                level.as_str()
+            );
+        }
         // Only the problems spelled out in the message cite their frames: a client that floods
         // the wire with 10^5 violations gets 12 quoted frames, not 10^5 (and no quadratic scan).
         if self.items.len() < MAX_PROBLEMS {

@@ -5,12 +5,15 @@
 //! request ("The user selected one of the provided options"); each request is answered exactly
 //! once (twice is `fail`; never, in a run that completed, is `fail`). With the control plane: the
 //! card presents exactly the offered set (a dropped, invented or doubled option is `fail`), its
-//! labels are distinguishable (two identical or empty labels are `warn`), and every `choose`
+//! labels are distinguishable (two identical or empty labels are `warn`; case counts, and an
+//! observed card's warning quotes what the observer saw), and every `choose`
 //! command comes back on the wire as `selected` with exactly that `optionId` (anything else, or an
 //! adapter `error` for that command, is `fail`) — including a second option of the same kind,
 //! `reject_always`, and qwen's option id `cancel` (an option, not the cancelled outcome).
 //!
-//! Without an adapter, a card a client profile's observer saw *with* its buttons (an `approval`
+//! Without an adapter, an option the harness chose by typing at the client's prompt (note
+//! `user_choose`) must come back as the client's next answer to that request, as a `choose`
+//! command must. A card a client profile's observer saw *with* its buttons (an `approval`
 //! event in direction `o2h` that has `options`, e.g. acpx's `y/N` prompt) is held to the same
 //! "presents exactly the offered set" rule.
 //!
@@ -22,8 +25,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::{Check, Finding, Problems, quoted_list};
 use crate::record::{CaseRecord, RunEnd};
+use crate::wire_model::note_of;
 use crate::wire_model::{ControlMsg, PermissionAnswer, PermissionRequest, WireModel, id_key};
 use acp_vocab::control::{Approval, Command, Event};
+use acp_vocab::note::Note;
 
 pub struct OfferedOptions;
 
@@ -33,7 +38,7 @@ impl Check for OfferedOptions {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[59, 7]
+        &[59, 7, 191, 195]
     }
 
     fn requirement(&self) -> &'static str {
@@ -76,6 +81,9 @@ impl Check for OfferedOptions {
                     check_choose(case, model, request, choose, &errors, &mut problems);
                 }
             }
+        }
+        if !case.control_plane {
+            check_typed_choices(model, &mut problems);
         }
         problems.finish("")
     }
@@ -156,6 +164,7 @@ fn check_presented(
     // An observer's card without its buttons (`options` absent) presents nothing to compare.
     let Some(Event::Approval(Approval {
         options: Some(options),
+        observed,
         ..
     })) = model.control_at(approval).and_then(ControlMsg::event)
     else {
@@ -183,7 +192,7 @@ fn check_presented(
             })
             .collect();
         problems.fail(
-            59,
+            191,
             format!(
                 "approval #{approval} does not present offered option(s) {} of request #{}. Expected buttons: {}; shown: {}.",
                 described.join(", "),
@@ -196,7 +205,7 @@ fn check_presented(
     }
     if !invented.is_empty() {
         problems.fail(
-            59,
+            191,
             format!(
                 "approval #{approval} presents option(s) {} that request #{} did not offer. Expected buttons: {}.",
                 quoted_list(invented.iter().copied()),
@@ -215,41 +224,81 @@ fn check_presented(
         let offered_n = offered.iter().filter(|o| **o == id).count();
         if n > offered_n.max(1) {
             problems.fail(
-                59,
+                191,
                 format!("approval #{approval} presents option \"{id}\" {n} times. Expected one button per offered option."),
                 &frames,
             );
         }
     }
-    // Labels must tell the buttons apart.
-    let mut by_label: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    // Labels must tell the buttons apart, as a person reads them: case counts ("a" and "A" are
+    // two keys), and so does the option's own name the client shows next to a key.
+    let on_screen = observed
+        .as_ref()
+        .map(|o| format!(" (on screen, from {}: {:?})", o.from, o.evidence))
+        .unwrap_or_default();
+    let mut by_label: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for option in options {
         let label = option.label.trim();
         if label.is_empty() {
             problems.warn(
-                59,
+                195,
                 format!(
-                    "approval #{approval} shows option \"{}\" with an empty label.",
+                    "approval #{approval} shows option \"{}\" with an empty label{on_screen}.",
                     option.option_id
                 ),
                 &frames,
             );
             continue;
         }
-        by_label
-            .entry(label.to_lowercase())
-            .or_default()
-            .push(&option.option_id);
+        by_label.entry(label).or_default().push(&option.option_id);
     }
     for (label, ids) in by_label.into_iter().filter(|(_, ids)| ids.len() > 1) {
         problems.warn(
-            59,
+            195,
             format!(
-                "approval #{approval} labels options {} all \"{label}\": the user cannot tell them apart.",
+                "approval #{approval} labels options {} all \"{label}\": the user cannot tell them apart{on_screen}.",
                 quoted_list(ids.iter().copied())
             ),
             &frames,
         );
+    }
+}
+
+/// Without an adapter the harness chooses by typing at the client's prompt (note
+/// `user_choose`): the client's next answer to that request must select that option.
+fn check_typed_choices(model: &WireModel<'_>, problems: &mut Problems) {
+    for &(index, note) in &model.notes {
+        let Some(Note::UserChoose {
+            request_id,
+            option_id,
+            input,
+        }) = note_of(note)
+        else {
+            continue;
+        };
+        let Some(request) = model
+            .permissions
+            .iter()
+            .rev()
+            .find(|r| r.index < index && id_key(r.id) == id_key(&request_id))
+        else {
+            continue;
+        };
+        let Some(answer) = request.answers.iter().copied().find(|&a| a > index) else {
+            continue; // never answered: check_answers says so
+        };
+        match model.permission_answer(answer) {
+            PermissionAnswer::Selected(id) if id == option_id => {}
+            other => problems.fail(
+                59,
+                format!(
+                    "the user chose \"{option_id}\" by typing {input:?} (#{index}) on request #{}, but the client answered {} (#{answer}). Expected {{\"outcome\":\"selected\",\"optionId\":\"{option_id}\"}}.",
+                    request.index,
+                    other.describe()
+                ),
+                &[request.index, index, answer],
+            ),
+        }
     }
 }
 
@@ -275,7 +324,7 @@ fn check_choose(
             .copied();
         if let Some((index, message)) = error {
             problems.fail(
-                59,
+                191,
                 format!(
                     "could not choose offered option \"{option_id}\" of request #{}: the adapter replied with error #{index} \"{message}\".",
                     request.index
@@ -295,7 +344,7 @@ fn check_choose(
         Some(answer) => match model.permission_answer(answer) {
             PermissionAnswer::Selected(id) if id == option_id => {}
             other => problems.fail(
-                59,
+                191,
                 format!(
                     "the user chose \"{option_id}\" (#{choose}) on request #{}, but the client answered {} (#{answer}). Expected {{\"outcome\":\"selected\",\"optionId\":\"{option_id}\"}}.",
                     request.index,
@@ -330,14 +379,7 @@ mod tests {
 
     /// A request with `opts3`, a card with `buttons`, a choose of `choose`, the answer `answer`.
     fn case(buttons: Value, choose: &str, answer: Option<&str>) -> Case {
-        let c = Case::new();
-        c.handshake();
-        c.prompt();
-        c.permission(
-            json!(0),
-            json!({"toolCallId":"c","kind":"execute"}),
-            opts3(),
-        );
+        let c = Case::asking_to_run();
         c.approval(json!(0), "c", "command", buttons);
         c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":choose}));
         if let Some(answer) = answer {
@@ -430,26 +472,70 @@ mod tests {
 
     #[test]
     fn identical_labels_warn() {
-        let same = json!([{"optionId":"once","label":"Allow"},{"optionId":"always","label":"allow "},
+        let same = json!([{"optionId":"once","label":"Allow"},{"optionId":"always","label":"Allow "},
             {"optionId":"reject","label":"Reject"}]);
         let f = case(same, "once", Some("once")).grade(&OfferedOptions);
         assert_grade(
             &f,
             Grade::Warn,
-            "labels options \"once\", \"always\" all \"allow\"",
+            "labels options \"once\", \"always\" all \"Allow\"",
         );
+    }
+
+    /// Keys `a` and `A` next to the options' names are two labels a person tells apart; an
+    /// observed card's warning quotes what the observer saw.
+    #[test]
+    fn labels_differ_by_case_and_warnings_quote_the_screen() {
+        let keys = json!([{"optionId":"once","label":"a"},{"optionId":"always","label":"A"},
+            {"optionId":"reject","label":"r"}]);
+        let f = case(keys, "once", Some("once")).grade(&OfferedOptions);
+        assert_grade(&f, Grade::Pass, "");
+        let c = Case::asking_to_run();
+        c.ev(json!({"type":"approval","sessionId":crate::checks::testkit::SID,"requestId":0,
+            "toolCallId":"c","subject":"command",
+            "options":[{"optionId":"once","label":"y"},{"optionId":"always","label":"y"},
+                       {"optionId":"reject","label":"n"}],
+            "observed":{"by":"tui","from":"screen","evidence":"Run ls? [y] once [y] always [n] no"}}));
+        c.select(json!(0), "once");
+        let f = c.grade(&OfferedOptions);
+        assert_grade(&f, Grade::Warn, "all \"y\"");
+        assert!(
+            f.message
+                .contains("on screen, from screen: \"Run ls? [y] once"),
+            "{}",
+            f.message
+        );
+    }
+
+    /// Without an adapter: the option typed at the prompt must be the one answered.
+    #[test]
+    fn a_typed_choice_must_be_the_answer() {
+        for (answer, grade) in [("reject", Grade::Pass), ("once", Grade::Fail)] {
+            let c = Case::wire_only();
+            c.handshake();
+            c.prompt();
+            c.permission(
+                json!(0),
+                json!({"toolCallId":"c","kind":"execute"}),
+                opts3(),
+            );
+            c.note(
+                serde_json::from_value(json!({"type":"user_choose","requestId":0,
+                    "optionId":"reject","input":"3"}))
+                .unwrap(),
+            );
+            c.select(json!(0), answer);
+            let f = c.grade(&OfferedOptions);
+            assert_eq!(f.grade, grade, "{answer}: {f:?}");
+            if grade == Grade::Fail {
+                assert!(f.message.contains("by typing \"3\""), "{}", f.message);
+            }
+        }
     }
 
     #[test]
     fn adapter_error_on_choose_fails() {
-        let c = Case::new();
-        c.handshake();
-        c.prompt();
-        c.permission(
-            json!(0),
-            json!({"toolCallId":"c","kind":"execute"}),
-            opts3(),
-        );
+        let c = Case::asking_to_run();
         c.approval(json!(0), "c", "command", buttons3());
         c.cmd(json!({"type":"choose","seq":3,"requestId":0,"optionId":"always"}));
         c.ev(json!({"type":"error","seq":3,"message":"no button always"}));

@@ -14,7 +14,18 @@
 //! here; error responses are envelope-checked only. `_`-prefixed methods are extensions and are
 //! checked by envelope only. Gotcha G3 (`null` for empty results) is tolerated.
 //!
+//! An agent request or notification whose method lies outside every ACP namespace (neither
+//! `_`-prefixed nor of the form `session/…`, `fs/…`, `terminal/…`, `$/…`, …) is foreign traffic a
+//! real agent sends — qwen-code 0.21.10 sends the request `craft/drainMidTurnQueue` after every
+//! tool and the notifications `qwen/notify/session/*` — not a bug of our fake agent: the client
+//! must answer such a request with an error (`unknown-messages`, `jsonrpc`), and this check
+//! leaves it alone. A method of an ACP namespace that the schema does not define (a typo such as
+//! `session/updat`) is still our bug.
+//!
 //! [`SCHEMA_VERSION`]: crate::acp_schema::SCHEMA_VERSION
+
+use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 use acp_vocab::split_work;
 
@@ -31,7 +42,7 @@ impl Check for Schema {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[3, 4, 85]
+        &[3, 4, 85, 183]
     }
 
     fn requirement(&self) -> &'static str {
@@ -40,12 +51,15 @@ impl Check for Schema {
 
     fn evaluate_with(&self, _case: &CaseRecord, model: &WireModel<'_>) -> Finding {
         let mut problems = Problems::new();
+        let mut invalid = std::collections::BTreeSet::new();
         for Violation { index, text, by } in violations(model) {
+            invalid.insert(index);
             match by {
                 Side::Client => problems.fail(4, text, &[index]),
                 Side::Agent => problems.error(text, &[index]),
             }
         }
+        refused_valid_requests(model, &invalid, &mut problems);
         problems.finish("")
     }
 }
@@ -150,6 +164,13 @@ fn violation(model: &WireModel<'_>, msg: &WireMsg<'_>) -> Option<Violation> {
     };
     let problem = match verdict {
         Validation::Valid | Validation::Extension => return None,
+        Validation::UnknownMethod
+            if msg.from == Side::Agent
+                && wrong_kind(msg).is_none()
+                && msg.method().is_some_and(is_foreign_method) =>
+        {
+            return None;
+        }
         Validation::UnknownMethod => match wrong_kind(msg) {
             // An ACP method sent as the wrong kind of message: jsonrpc grades it too.
             Some(why) => format!("{what}: {why}"),
@@ -176,6 +197,79 @@ fn violation(model: &WireModel<'_>, msg: &WireMsg<'_>) -> Option<Violation> {
         text,
         by: msg.from,
     })
+}
+
+/// R183: an agent request that validates against the schema, answered `-32602 Invalid params`
+/// or `-32600 Invalid Request`: the client's own types are stricter than ACP's (codex-acp 1.6's
+/// sparse permission request with `"rawInput": null`), and the user never sees the request.
+/// Other error codes are a client's answer to what it will not do (a read outside the
+/// workspace, an unknown extension method) and are not judged here.
+fn refused_valid_requests(
+    model: &WireModel<'_>,
+    invalid: &std::collections::BTreeSet<usize>,
+    problems: &mut Problems,
+) {
+    for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
+        let Some(code) = msg
+            .json()
+            .and_then(|j| j.get("error")?.get("code")?.as_i64())
+            .filter(|c| matches!(c, -32602 | -32600))
+        else {
+            continue;
+        };
+        let Some(request) = model.request_msg_of(msg) else {
+            continue;
+        };
+        let Some(method) = request.method() else {
+            continue;
+        };
+        if request.from != Side::Agent
+            || request.fault.is_some()
+            || invalid.contains(&request.index)
+            || !matches!(
+                validate(
+                    Side::Agent,
+                    PayloadKind::RequestParams,
+                    method,
+                    request.params()
+                ),
+                Validation::Valid
+            )
+        {
+            continue;
+        }
+        let name = if code == -32602 {
+            "-32602 Invalid params"
+        } else {
+            "-32600 Invalid Request"
+        };
+        problems.fail(
+            183,
+            format!(
+                "the client answered the agent's {method} request #{} with {name} (#{}), but its params are valid against the ACP v1 schema. Expected the request handled: a client whose own types are stricter than the schema refuses what real agents send.",
+                request.index, msg.index
+            ),
+            &[request.index, msg.index],
+        );
+    }
+}
+
+/// True for a method outside every namespace of ACP v1 and not an `_` extension: its first
+/// `/`-separated segment is the first segment of no stable ACP method (`craft/drainMidTurnQueue`,
+/// `qwen/notify/session/mode-update`). Such a message is foreign traffic, not a misspelt ACP one.
+pub fn is_foreign_method(method: &str) -> bool {
+    static NAMESPACES: OnceLock<BTreeSet<String>> = OnceLock::new();
+    let namespaces = NAMESPACES.get_or_init(|| {
+        crate::surface::stable_methods()
+            .into_iter()
+            .map(|m| namespace(&m.method).to_owned())
+            .collect()
+    });
+    !method.starts_with('_') && !namespaces.contains(namespace(method))
+}
+
+fn namespace(method: &str) -> &str {
+    method.split('/').next().unwrap_or(method)
 }
 
 /// "sent as a request, but `session/cancel` is a notification" for a request or notification
@@ -243,6 +337,43 @@ mod tests {
             .collect();
         assert_eq!(agent, bad);
         assert_grade(&c.grade(&Schema), Grade::Error, "harness bug");
+    }
+
+    /// codex-acp 1.6's sparse request, `"rawInput": null` (tiann/hapi#1781: a client whose own
+    /// schema required the tool input).
+    #[test]
+    fn a_valid_request_refused_as_invalid_params_fails() {
+        let sparse = || {
+            let c = Case::wire_only();
+            c.handshake();
+            c.prompt();
+            c.permission(
+                json!(0),
+                json!({"toolCallId":"c","kind":"execute","status":"pending","rawInput":null}),
+                opts3(),
+            );
+            c
+        };
+        let c = sparse();
+        c.c2a(json!({"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"Invalid params: rawInput"}}));
+        let f = c.grade(&Schema);
+        assert_grade(
+            &f,
+            Grade::Fail,
+            "answered the agent's session/request_permission request #",
+        );
+        assert!(f.message.contains("-32602 Invalid params"), "{}", f.message);
+        // Another error code is a refusal this check does not judge.
+        let c = sparse();
+        c.c2a(json!({"jsonrpc":"2.0","id":0,"error":{"code":-32603,"message":"no"}}));
+        assert_eq!(c.grade(&Schema).grade, Grade::Pass);
+        // An invalid request may be refused so: it is our fake agent's error, not the client's.
+        let c = Case::wire_only();
+        c.handshake();
+        c.prompt();
+        c.permission(json!(0), json!({"toolCallId":"c"}), json!("not a list"));
+        c.c2a(json!({"jsonrpc":"2.0","id":0,"error":{"code":-32602,"message":"Invalid params"}}));
+        assert_eq!(c.grade(&Schema).grade, Grade::Error);
     }
 
     #[test]
@@ -316,6 +447,33 @@ mod tests {
         // The client's own violation is still listed.
         assert!(f.message.contains("[fail] client frame"), "{}", f.message);
         assert!(f.frames.contains(&bad));
+    }
+
+    #[test]
+    fn foreign_agent_methods_are_not_harness_bugs_but_misspelt_acp_ones_are() {
+        let c = base();
+        c.a2c(json!({"jsonrpc":"2.0","id":7,"method":"craft/drainMidTurnQueue","params":{"sessionId":"s","todoStopGuardWatchQueuedPrompt":true}}));
+        c.a2c(json!({"jsonrpc":"2.0","method":"qwen/notify/session/mode-update","params":{"v":1,"sessionId":"s","currentModeId":"default"}}));
+        assert_grade(&c.grade(&Schema), Grade::Pass, "");
+        let bad =
+            c.a2c(json!({"jsonrpc":"2.0","method":"session/updat","params":{"sessionId":"s"}}));
+        assert_grade(
+            &c.grade(&Schema),
+            Grade::Error,
+            &format!("harness bug: our fake agent sent an invalid frame #{bad}"),
+        );
+        assert!(is_foreign_method("craft/drainMidTurnQueue"));
+        assert!(is_foreign_method("qwen/notify/session/prompt-suggestion"));
+        for acp in [
+            "session/updat",
+            "fs/read",
+            "$/cancel",
+            "initialize",
+            "_x/y",
+            "terminal/x",
+        ] {
+            assert!(!is_foreign_method(acp), "{acp}");
+        }
     }
 
     #[test]

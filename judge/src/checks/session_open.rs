@@ -30,6 +30,9 @@
 //! * A missing report is a `fail` on a completed run only (the runner waits for every
 //!   `new_session` to be answered, and for a client without an adapter to exit); on a run that
 //!   did not finish, the run's end is the verdict.
+//! * A session shown open with an id the agent never gave is R168's (`fail`) after any failure,
+//!   a protocol version above the client's included: closing the connection and saying so does
+//!   not make a session that was never opened open.
 //! * R14 (SHOULD, so `warn`): the agent answered `initialize` with a `protocolVersion` above the
 //!   one the client asked for. The client must ask for the latest version it supports (R12), so
 //!   that version is one it does not speak, and the spec says the client should close the
@@ -88,10 +91,6 @@ impl Check for SessionOpen {
                 continue; // a later session/new succeeded (for R14: with another agent process)
             }
             judged += 1;
-            if failure.kind == FailureKind::UnsupportedVersion {
-                judge_unsupported_version(case, model, failure, &mut problems);
-                continue;
-            }
             let events = model.controls_from(failure.at + 1);
             let shown_open = events.iter().find_map(|c| match c.event() {
                 Some(Event::SessionOpened { session_id, .. })
@@ -104,6 +103,8 @@ impl Check for SessionOpen {
                 _ => None,
             });
             if let Some((at, sid)) = shown_open {
+                // Whatever the client said before, a session shown open that the agent never
+                // opened is R168's, after a protocol version the client does not speak too.
                 problems.fail(
                     168,
                     format!(
@@ -112,6 +113,10 @@ impl Check for SessionOpen {
                     ),
                     &[failure.request, failure.at, at],
                 );
+                continue;
+            }
+            if failure.kind == FailureKind::UnsupportedVersion {
+                judge_unsupported_version(case, model, failure, &mut problems);
                 continue;
             }
             if !told_the_user(model, failure.at) && case.end == RunEnd::Completed {
@@ -513,6 +518,22 @@ mod tests {
             &c.grade(&SessionOpen),
             Grade::Warn,
             "never told the user why",
+        );
+
+        // Closed and told the user, then shown a session open anyway, with an id the agent
+        // never gave: R168, as after a refused session/new.
+        let c = Case::new();
+        let (request, answer) = answered(&c, 2);
+        c.ev(json!({"type":"error","seq":1,"message":"the agent speaks protocol version 2"}));
+        let shown = c.ev(json!({"type":"session_opened","session":"s1","sessionId":"local-s1"}));
+        let f = c.grade(&SessionOpen);
+        assert_grade(&f, Grade::Fail, "shows a session open (session_opened #");
+        assert_eq!(f.rule, Some(168), "{f:?}");
+        assert!(
+            [request, answer, shown]
+                .iter()
+                .all(|i| f.frames.contains(i)),
+            "{f:?}"
         );
 
         // An older version may be one the client speaks: nothing to judge.

@@ -26,7 +26,7 @@ impl Check for StableItemType {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[56, 57]
+        &[56, 57, 193, 198]
     }
 
     fn requirement(&self) -> &'static str {
@@ -91,7 +91,7 @@ impl Check for StableItemType {
                     .collect();
                 frames.extend(explained.iter().map(|(i, _, _)| *i));
                 problems.warn(
-                    57,
+                    198,
                     format!(
                         "the timeline item for toolCallId \"{tcid}\" (session \"{sid}\") changed type: {}. The agent itself changed the tool call's kind, or the subject it implies, on the wire ({}), so this is a warning.",
                         history.join(" → "),
@@ -101,7 +101,7 @@ impl Check for StableItemType {
                 );
             } else {
                 problems.fail(
-                    57,
+                    193,
                     format!(
                         "the timeline item for toolCallId \"{tcid}\" (session \"{sid}\") changed type: {}. Expected one type for the item's whole life.",
                         history.join(" → ")

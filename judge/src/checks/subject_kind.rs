@@ -41,7 +41,7 @@ impl Check for SubjectKind {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[56, 57, 58, 59]
+        &[56, 57, 58, 59, 190]
     }
 
     fn requirement(&self) -> &'static str {
@@ -143,7 +143,7 @@ fn check_unshown(
         None => String::new(),
     };
     problems.fail(
-        58,
+        190,
         format!(
             "permission request #{} (toolCallId {}) was never shown as an approval card{answered}, and no approval_resolved says a policy answered it. Expected: an `approval` event for requestId {}.",
             request.index,
@@ -204,7 +204,7 @@ fn check_approval(
         if effective.weakly_supports(shown) {
             problems.warn(58, message, &frames);
         } else {
-            problems.fail(58, message, &frames);
+            problems.fail(190, message, &frames);
         }
     }
     if let Some(tcid) = request.tool_call_id {
@@ -212,7 +212,7 @@ fn check_approval(
             if item_type != shown.as_str() {
                 frames.push(item);
                 problems.fail(
-                    58,
+                    190,
                     format!(
                         "approval #{approval} shows subject \"{}\" but the timeline item for toolCallId \"{tcid}\" is \"{item_type}\" (#{item}). Expected the card and the item to agree.",
                         shown.as_str()
@@ -348,14 +348,7 @@ mod tests {
 
     #[test]
     fn unshown_request_fails_unless_policy_resolved_it() {
-        let c = Case::new();
-        c.handshake();
-        c.prompt();
-        c.permission(
-            json!(0),
-            json!({"toolCallId":"c","kind":"execute"}),
-            opts3(),
-        );
+        let c = Case::asking_to_run();
         c.select(json!(0), "once");
         assert_grade(
             &c.grade(&SubjectKind),

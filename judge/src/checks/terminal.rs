@@ -15,7 +15,10 @@
 //!   line.
 //! * Output is compared only once an exit was reported (the command printed everything): it must
 //!   be the longest suffix of the printed output that fits the limit and starts at a character
-//!   boundary (all of it when it fits). Without a probe only the limit itself is checked.
+//!   boundary (all of it when it fits). Without a probe only the limit itself is checked. A
+//!   command whose stdout was a terminal (its probe's `<name>.tty`: the client ran it in a
+//!   pseudo-terminal, as Zed does) printed each `\n` as `\r\n`; that output is what the client
+//!   read, and either form is accepted. Every mismatch names the first differing byte.
 //! * After a kill or a release sent before any exit was reported, the command can only have died
 //!   of the signal the client sent: the exit status must name a signal, not an exit code. Unless
 //!   the command wrote its probe's exit code: then it was about to exit by itself (a client that
@@ -25,6 +28,7 @@
 
 use serde_json::Value;
 
+use super::fs::describe_diff;
 use super::{Check, Finding, Problems};
 use crate::record::CaseRecord;
 use crate::wire_model::{Side, WireModel, WireMsg, note_of};
@@ -106,6 +110,66 @@ fn command_line(params: &Value) -> String {
     line
 }
 
+/// R100: the command ran with the `env` entries and in the `cwd` the agent gave, as the command
+/// itself recorded them (probe files `<name>.env`, `<name>.cwd`). A client may add variables of
+/// its own; it may not drop or change the agent's. A `cwd` is compared once both are resolved
+/// lexically (the probe's `pwd -P` resolves symlinks, so a cwd through a symlink is not judged).
+fn check_environment(
+    create: &WireMsg<'_>,
+    answer: usize,
+    params: &Value,
+    probe: &TerminalProbe,
+    problems: &mut Problems,
+) {
+    let frames = [create.index, answer];
+    if let Some(env) = &probe.env {
+        for entry in params
+            .get("env")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let (Some(name), Some(value)) = (
+                entry.get("name").and_then(Value::as_str),
+                entry.get("value").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            match env.get(name) {
+                Some(got) if got == value => {}
+                got => problems.fail(
+                    100,
+                    format!(
+                        "terminal/create #{} asked for {name}={value} in the command's environment, but the command ran {}. Expected every env entry of the request set for the command (R100).",
+                        create.index,
+                        match got {
+                            Some(got) => format!("with {name}={got}"),
+                            None => format!("without {name}"),
+                        }
+                    ),
+                    &frames,
+                ),
+            }
+        }
+    }
+    if let (Some(ran_in), Some(asked)) = (
+        probe.cwd.as_deref(),
+        params.get("cwd").and_then(Value::as_str),
+    ) {
+        let norm = |p: &str| p.trim_end_matches('/').to_owned();
+        if norm(ran_in) != norm(asked) && !ran_in.ends_with(asked.trim_start_matches('/')) {
+            problems.fail(
+                100,
+                format!(
+                    "terminal/create #{} asked for the working directory {asked}, but the command ran in {ran_in}. Expected the command to run in the cwd the agent gave (R100).",
+                    create.index
+                ),
+                &frames,
+            );
+        }
+    }
+}
+
 /// The longest suffix of `full` of at most `limit` bytes that starts at a character boundary.
 pub fn kept_tail(full: &str, limit: Option<usize>) -> &str {
     let Some(limit) = limit else { return full };
@@ -180,6 +244,9 @@ fn check_terminal(
     let probe = probes
         .iter()
         .find(|p| line.contains(&format!(".acp-terminal/{}.", p.name)));
+    if let Some(probe) = probe {
+        check_environment(create, answer, params, probe, problems);
+    }
     let limit = params
         .get("outputByteLimit")
         .and_then(Value::as_u64)
@@ -320,15 +387,23 @@ fn check_output(
     };
     let truncated = result.get("truncated").and_then(Value::as_bool);
     if let Some(limit) = limit.filter(|&l| output.len() > l) {
-        problems.fail(
-            101,
+        // A cut inside a multi-byte character, decoded lossily: the broken bytes became U+FFFD
+        // (3 bytes), which is what made the output too long. Name the cut, not the count.
+        let broken = output.trim_start_matches('\u{FFFD}');
+        let message = if broken.len() < output.len() && broken.len() <= limit {
+            format!(
+                "terminal/output #{} starts with U+FFFD: the client cut the output inside a multi-byte character and decoded the broken bytes as replacement characters ({} bytes returned, outputByteLimit {limit}). Expected the last bytes up to the limit, starting at the first character boundary.",
+                call.msg.index,
+                output.len()
+            )
+        } else {
             format!(
                 "terminal/output #{} returned {} bytes of output, over the outputByteLimit of {limit}. Expected the output truncated from the start to at most {limit} bytes.",
                 call.msg.index,
                 output.len()
-            ),
-            &frames,
-        );
+            )
+        };
+        problems.fail(101, message, &frames);
         return;
     }
     let exited_before = first_exit.is_some_and(|e| e < answer)
@@ -337,26 +412,38 @@ fn check_output(
         Some(full) if exited_before && probe.is_some_and(|p| p.exit_code.is_some()) => full,
         _ => return,
     };
+    // In a pseudo-terminal the line discipline printed every `\n` as `\r\n`: that is what the
+    // client read, and what it keeps under the limit.
+    let pty_full;
+    let full = if probe.is_some_and(|p| p.tty) {
+        pty_full = full.replace('\n', "\r\n");
+        if output == kept_tail(full, limit) {
+            return; // a PTY without `\r\n` translation
+        }
+        pty_full.as_str()
+    } else {
+        full
+    };
     let expected = kept_tail(full, limit);
     if output != expected {
         let why = if output.starts_with('\u{FFFD}') && !expected.starts_with('\u{FFFD}') {
-            "it starts with U+FFFD: the cut fell inside a multi-byte character".to_owned()
+            "it starts with U+FFFD: the cut fell inside a multi-byte character"
+        } else if expected.ends_with(output) && output.len() < expected.len() {
+            "it is only the end of the output: bytes printed earlier, within the limit, are missing (every read returns all the output kept so far, not only what came since the previous terminal/output)"
         } else if full.starts_with(output) && output.len() < full.len() {
             "it is the beginning of the output: the newest bytes were dropped instead of the oldest"
-                .to_owned()
         } else {
-            format!(
-                "it differs from what the command printed ({} bytes returned)",
-                output.len()
-            )
+            "it differs from what the command printed"
         };
         problems.fail(
             101,
             format!(
-                "terminal/output #{}: {why}. Expected the last {} bytes the command printed{} (outputByteLimit {}).",
+                "terminal/output #{}: {why} ({}). Expected the last {} bytes the command printed{}{} (outputByteLimit {}).",
                 call.msg.index,
+                describe_diff(expected.as_bytes(), output.as_bytes()),
                 expected.len(),
                 if expected.len() < full.len() { ", cut at a character boundary" } else { "" },
+                if probe.is_some_and(|p| p.tty) { ", as its pseudo-terminal wrote them (\\n as \\r\\n)" } else { "" },
                 limit.map_or("none".to_owned(), |l| l.to_string())
             ),
             &frames,
@@ -426,6 +513,47 @@ mod tests {
         p
     }
 
+    /// xuzhougeng/wispterm#549: the agent's `env` (claude-agent-acp sets CLAUDECODE=1) dropped;
+    /// and a `cwd` not honoured. The probe files say what the command really had.
+    #[test]
+    fn the_commands_env_and_cwd_are_the_agents() {
+        let run = |probe_extra: Value| {
+            let c = Case::new();
+            c.handshake();
+            request(
+                &c,
+                10,
+                "terminal/create",
+                json!({"sessionId":"s","command":"x .acp-terminal/b.out","cwd":"/tmp/case/work/sub",
+                "env":[{"name":"CLAUDECODE","value":"1"}]}),
+            );
+            answer(&c, 10, json!({"terminalId":"t"}));
+            request(&c, 11, "terminal/release", on("t"));
+            answer(&c, 11, json!({}));
+            c.note(serde_json::from_value(probe(probe_extra)).expect("a terminal_probe note"));
+            c.grade(&Terminal)
+        };
+        let good = json!({"env":{"CLAUDECODE":"1","PATH":"/bin"},"cwd":"/tmp/case/work/sub"});
+        assert_eq!(run(good).grade, Grade::Pass);
+        assert_grade(
+            &run(json!({"env":{"PATH":"/bin"},"cwd":"/tmp/case/work/sub"})),
+            Grade::Fail,
+            "asked for CLAUDECODE=1 in the command's environment, but the command ran without CLAUDECODE",
+        );
+        assert_grade(
+            &run(json!({"env":{"CLAUDECODE":"0"},"cwd":"/tmp/case/work/sub"})),
+            Grade::Fail,
+            "but the command ran with CLAUDECODE=0",
+        );
+        assert_grade(
+            &run(json!({"env":{"CLAUDECODE":"1"},"cwd":"/tmp/case/work"})),
+            Grade::Fail,
+            "asked for the working directory /tmp/case/work/sub, but the command ran in /tmp/case/work",
+        );
+        // A probe without env or cwd files: nothing to compare.
+        assert_eq!(run(json!({})).grade, Grade::Pass);
+    }
+
     #[test]
     fn a_truthful_terminal_passes() {
         let c = lifecycle(
@@ -459,6 +587,16 @@ mod tests {
         assert_grade(
             &c.grade(&Terminal),
             Grade::Fail,
+            "starts with U+FFFD: the client cut the output inside a multi-byte character",
+        );
+        let c = lifecycle(
+            json!({"exitCode":3,"signal":null}),
+            json!({"output":"defgh","truncated":true}),
+            probe(json!({})),
+        );
+        assert_grade(
+            &c.grade(&Terminal),
+            Grade::Fail,
             "over the outputByteLimit of 4",
         );
         let c = lifecycle(
@@ -475,6 +613,31 @@ mod tests {
         let f = c.grade(&Terminal);
         assert_grade(&f, Grade::Fail, "still ran when the scenario ended");
         assert!(f.message.contains("the harness killed it"), "{}", f.message);
+    }
+
+    /// A second read after the exit that hands out only what came since the first (a buffer
+    /// drained by every read) names that, not a head truncation.
+    #[test]
+    fn a_read_with_only_the_bytes_since_the_previous_read_fails() {
+        let c = lifecycle(
+            json!({"exitCode":3,"signal":null}),
+            json!({"output":"fgh","truncated":true,"exitStatus":{"exitCode":3,"signal":null}}),
+            probe(json!({})),
+        );
+        request(&c, 14, "terminal/output", on("t"));
+        answer(
+            &c,
+            14,
+            json!({"output":"","truncated":false,"exitStatus":{"exitCode":3,"signal":null}}),
+        );
+        let f = c.grade(&Terminal);
+        assert_grade(&f, Grade::Fail, "it is only the end of the output");
+        assert!(
+            !f.message.contains("the beginning of the output"),
+            "{}",
+            f.message
+        );
+        assert_names_its_rule(&Terminal, &f);
     }
 
     /// create `command` → kill → wait_for_exit answered with `status`.
@@ -532,6 +695,36 @@ mod tests {
             let f = c.grade(&Terminal);
             assert_eq!(f.grade, grade, "{status}: {f:?}");
         }
+    }
+
+    /// A command run in a pseudo-terminal printed `\r\n` for `\n`: that is true output when the
+    /// probe says its stdout was a terminal, and a difference (shown to the byte) when not.
+    #[test]
+    fn pty_line_ends_count_only_for_a_command_run_in_a_pty() {
+        // The fixture's outputByteLimit is 4.
+        let grade = |printed: &str, output: &str, truncated: bool, tty: bool| {
+            let c = lifecycle(
+                json!({"exitCode":3,"signal":null}),
+                json!({"output":output,"truncated":truncated}),
+                probe(json!({"output":printed,"tty":tty})),
+            );
+            c.grade(&Terminal)
+        };
+        assert_grade(&grade("a\n", "a\r\n", false, true), Grade::Pass, "");
+        assert_grade(&grade("a\n", "a\n", false, true), Grade::Pass, "");
+        let f = grade("a\n", "a\r\n", false, false);
+        assert_grade(&f, Grade::Fail, "first difference at byte 1");
+        assert!(f.message.contains(r#"expected "\n""#), "{}", f.message);
+        // Over the limit, the PTY's bytes are the ones cut: "a\r\nb\r\n" is 6 bytes, the limit
+        // keeps "\nb\r\n", and the output was cut.
+        assert_grade(&grade("a\nb\n", "\nb\r\n", true, true), Grade::Pass, "");
+        let f = grade("a\nb\n", "b\r\n", true, true);
+        assert_grade(&f, Grade::Fail, "as its pseudo-terminal wrote them");
+        assert!(
+            f.message.contains("first difference at byte 0"),
+            "{}",
+            f.message
+        );
     }
 
     #[test]

@@ -24,6 +24,8 @@ pub struct Case {
     pub symlinks: BTreeMap<PathBuf, PathBuf>,
     /// The client's stderr tail (`CaseRecord::stderr_tail`).
     pub stderr_tail: String,
+    /// What the adapter's `hello` supports (`CaseRecord::control_supports`), with a control plane.
+    pub control_supports: Vec<String>,
     /// Set by [`Case::fault_next`]: the fault and how many more agent frames carry it.
     faulted: Cell<Option<(FaultKind, usize)>>,
 }
@@ -43,6 +45,9 @@ impl Case {
             files_after: BTreeMap::new(),
             symlinks: BTreeMap::new(),
             stderr_tail: "last words".into(),
+            control_supports: ["new_session", "prompt", "choose", "cancel"]
+                .map(String::from)
+                .to_vec(),
             faulted: Cell::new(None),
         }
     }
@@ -127,6 +132,20 @@ impl Case {
     }
 
     /// `session/prompt` with id 2 (and the control `prompt` command before it).
+    /// After the handshake and a prompt, the agent asks (request id 0) to run a command: tool
+    /// call `c`, kind `execute`, the options of [`opts3`].
+    pub fn asking_to_run() -> Case {
+        let c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.permission(
+            json!(0),
+            json!({"toolCallId":"c","kind":"execute"}),
+            opts3(),
+        );
+        c
+    }
+
     pub fn prompt(&self) -> usize {
         if self.control_plane {
             self.cmd(json!({"type":"prompt","seq":2,"session":"s1","text":"go"}));
@@ -187,12 +206,7 @@ impl Case {
             transcript: self.rec.snapshot(),
             control_plane: self.control_plane,
             control_supports: if self.control_plane {
-                vec![
-                    "new_session".into(),
-                    "prompt".into(),
-                    "choose".into(),
-                    "cancel".into(),
-                ]
+                self.control_supports.clone()
             } else {
                 Vec::new()
             },
@@ -207,9 +221,22 @@ impl Case {
     }
 
     /// Grades the case with one check, and proves the finding names its rule
-    /// ([`assert_names_its_rule`]): every check test is also a test of its rule ids.
+    /// ([`assert_names_its_rule`]): every check test is also a test of its rule ids. It also
+    /// proves that the grade does not depend on which pipe the harness read first
+    /// ([`assert_one_grade_in_every_order`]): every check test is a determinism test too.
     #[track_caller]
     pub fn grade(&self, check: &dyn Check) -> Finding {
+        let record = self.record();
+        let finding = check.evaluate(&record);
+        assert_names_its_rule(check, &finding);
+        assert_one_grade_in_every_order(check, &record, &finding);
+        finding
+    }
+
+    /// [`Case::grade`] without the arrival-order proof: for a test of a transcript whose order
+    /// across the two pipes is itself what it is about.
+    #[track_caller]
+    pub fn grade_as_recorded(&self, check: &dyn Check) -> Finding {
         let finding = check.evaluate(&self.record());
         assert_names_its_rule(check, &finding);
         finding
@@ -274,5 +301,195 @@ pub fn assert_names_its_rule(check: &dyn Check, finding: &Finding) {
             finding.grade
         ),
         (_, None) => {}
+    }
+}
+
+/// True for an entry whose place relative to the wire frames depends on which pipe the harness
+/// read first: an event the client's adapter (or its observer) reported. The harness's own
+/// commands and notes are written in the order it acted, so they stay where they are.
+fn floats(direction: Direction) -> bool {
+    matches!(
+        direction,
+        Direction::AdapterToHarness | Direction::ObserverToHarness
+    )
+}
+
+/// Every order in which the harness could have read the same client behaviour. The client
+/// writes to two pipes, its agent's stdin (the relay's socket) and its adapter's stdout, and the
+/// harness reads both: an event may be read before client frames written before it, or after
+/// client frames written after it. Agent frames are the harness's own, recorded when sent, so an
+/// event can be read later than an agent frame sent after it was written, but never earlier than
+/// one it was recorded after (it may be the client's reaction to it). The harness's commands and
+/// notes stay where they are: what follows them in a stretch depends on them.
+///
+/// Between two fixed entries each variant moves every event `d` frames later (wire frames of
+/// both directions) or `d` client frames earlier (stopping at an agent frame), for `d` in 1, 2,
+/// 3 and all the way; the order within each pipe is kept. The entries are renumbered and keep
+/// the times of the places they land in.
+pub fn arrival_orders(
+    transcript: &[acp_vocab::transcript::Entry],
+) -> Vec<Vec<acp_vocab::transcript::Entry>> {
+    const SHIFTS: [i64; 8] = [-1_000_000, -3, -2, -1, 1, 2, 3, 1_000_000];
+    let mut variants = Vec::new();
+    for d in SHIFTS {
+        let mut order: Vec<&acp_vocab::transcript::Entry> = Vec::with_capacity(transcript.len());
+        let mut start = 0;
+        while start < transcript.len() {
+            if !is_wire_or_event(transcript[start].direction) {
+                order.push(&transcript[start]);
+                start += 1;
+                continue;
+            }
+            let end = (start..transcript.len())
+                .find(|&i| !is_wire_or_event(transcript[i].direction))
+                .unwrap_or(transcript.len());
+            let stretch = &transcript[start..end];
+            let wire: Vec<_> = stretch.iter().filter(|e| !floats(e.direction)).collect();
+            // Each event with the number of wire frames read before it, shifted: later past any
+            // frame, earlier only back to the last agent frame before it.
+            let mut seen = 0usize;
+            let mut last_agent = 0usize; // wire frames up to and including the last agent frame
+            let mut events = Vec::new();
+            for e in stretch {
+                if floats(e.direction) {
+                    let at = if d > 0 {
+                        (seen + d as usize).min(wire.len())
+                    } else {
+                        seen.saturating_sub((-d) as usize).max(last_agent)
+                    };
+                    events.push((at, e));
+                } else {
+                    seen += 1;
+                    if e.direction == Direction::AgentToClient {
+                        last_agent = seen;
+                    }
+                }
+            }
+            // Shifting keeps the events in order, except where an earlier event was held at an
+            // agent frame: keep each event at or after the one before it.
+            let mut floor = 0;
+            for (at, _) in &mut events {
+                *at = (*at).max(floor);
+                floor = *at;
+            }
+            let mut next = events.into_iter().peekable();
+            for (k, w) in wire.iter().enumerate() {
+                while let Some((_, e)) = next.next_if(|(at, _)| *at <= k) {
+                    order.push(e);
+                }
+                order.push(w);
+            }
+            order.extend(next.map(|(_, e)| e));
+            start = end;
+        }
+        let moved = order
+            .iter()
+            .zip(transcript)
+            .any(|(a, b)| !std::ptr::eq(*a, b));
+        if !moved {
+            continue;
+        }
+        variants.push(
+            order
+                .into_iter()
+                .zip(transcript)
+                .enumerate()
+                .map(|(index, (e, place))| {
+                    let mut e = e.clone();
+                    e.index = index;
+                    e.at_us = place.at_us;
+                    e
+                })
+                .collect(),
+        );
+    }
+    variants
+}
+
+fn is_wire_or_event(direction: Direction) -> bool {
+    floats(direction)
+        || matches!(
+            direction,
+            Direction::AgentToClient | Direction::ClientToAgent
+        )
+}
+
+/// The check gives `finding`'s grade on every [`arrival_orders`] variant of the case (must-2 of
+/// issue 42: a verdict never depends on which pipe the harness read first).
+#[track_caller]
+pub fn assert_one_grade_in_every_order(check: &dyn Check, record: &CaseRecord, finding: &Finding) {
+    for (n, transcript) in arrival_orders(&record.transcript).into_iter().enumerate() {
+        let variant = CaseRecord {
+            transcript,
+            ..record.clone()
+        };
+        let other = check.evaluate(&variant);
+        assert_eq!(
+            other.grade,
+            finding.grade,
+            "{}: the grade depends on the arrival order of events and wire frames (variant {n}): {:?} as recorded, {:?} in:\n{}\nas recorded: {}\nthen: {}",
+            check.id(),
+            finding.grade,
+            other.grade,
+            variant
+                .transcript
+                .iter()
+                .map(|e| format!("#{} {:?} {}", e.index, e.direction, e.raw))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            finding.message,
+            other.message
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The client's event, its request and the agent's answer: the event may be read after the
+    /// request, or after the answer too, but the answer never moves, nor does the command.
+    #[test]
+    fn events_move_across_client_frames_and_later_past_agent_frames() {
+        let c = Case::new();
+        c.cmd(json!({"type":"set_mode","seq":2,"session":"s1","modeId":"plan"}));
+        c.ev(json!({"type":"mode","sessionId":SID,"modeId":"plan"}));
+        c.c2a(json!({"jsonrpc":"2.0","id":2,"method":"session/set_mode","params":{"sessionId":SID,"modeId":"plan"}}));
+        c.a2c(json!({"jsonrpc":"2.0","id":2,"result":{}}));
+        let record = c.record();
+        let shape = |t: &[acp_vocab::transcript::Entry]| -> String {
+            t.iter()
+                .map(|e| match e.direction {
+                    Direction::HarnessToAdapter => 'H',
+                    Direction::AdapterToHarness => 'E',
+                    Direction::ClientToAgent => 'C',
+                    Direction::AgentToClient => 'A',
+                    _ => 'N',
+                })
+                .collect()
+        };
+        let mut shapes: Vec<String> = arrival_orders(&record.transcript)
+            .iter()
+            .map(|t| shape(t))
+            .collect();
+        shapes.sort();
+        shapes.dedup();
+        assert_eq!(shapes, ["HCAE", "HCEA"]);
+        // Renumbered, with the times of the places they land in.
+        for t in arrival_orders(&record.transcript) {
+            assert!(t.iter().enumerate().all(|(i, e)| e.index == i));
+            assert!(t.windows(2).all(|w| w[0].at_us <= w[1].at_us));
+        }
+        // An event after an agent frame is never read before it.
+        let c = Case::new();
+        c.a2c(json!({"jsonrpc":"2.0","id":2,"result":{}}));
+        c.ev(json!({"type":"mode","sessionId":SID,"modeId":"plan"}));
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        let shapes: Vec<String> = arrival_orders(&c.record().transcript)
+            .iter()
+            .map(|t| shape(t))
+            .collect();
+        assert!(shapes.iter().all(|s| s == "ACE"), "{shapes:?}");
     }
 }

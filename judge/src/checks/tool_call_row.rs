@@ -35,7 +35,7 @@ impl Check for ToolCallRow {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[56, 57]
+        &[56, 57, 199]
     }
 
     fn requirement(&self) -> &'static str {
@@ -104,7 +104,7 @@ impl Check for ToolCallRow {
                 expected.reason
             );
             if call.weakly_supports(shown) {
-                problems.warn(57, message, &frames);
+                problems.warn(199, message, &frames);
             } else {
                 problems.fail(57, message, &frames);
             }

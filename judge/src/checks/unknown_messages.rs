@@ -2,9 +2,12 @@
 //!
 //! Requirement: an agent message the client does not recognize — a `session/update` of a
 //! variant the pinned schema does not define (newer and unstable schema versions add variants),
-//! a `_`-prefixed extension notification, a `_`-prefixed extension request — leaves the client
-//! running and processing what follows; an extension request is answered with its id (a result,
-//! or `-32601 Method not found`).
+//! a `_`-prefixed extension notification, a `_`-prefixed extension request, or a request or
+//! notification of a method outside every ACP namespace (qwen-code 0.21.10 sends the request
+//! `craft/drainMidTurnQueue` after every tool and waits for its answer, and the notifications
+//! `qwen/notify/session/*`) — leaves the client running and processing what follows; such a
+//! request is answered with its id (a result, or `-32601 Method not found`), and promptly: the
+//! agent waits for it.
 //!
 //! Why: a Rust client whose typed parser rejected `usage_update` marked the session failed
 //! (RyderFreeman4Logos/cli-sub-agent#2585), xenodium/agent-shell#455 stopped showing a turn after
@@ -15,7 +18,11 @@
 //!
 //! Grading (not applicable when the agent sent nothing of the kind):
 //! * an extension request never answered, or answered with an error other than `-32601`: `fail`
-//!   (R180);
+//!   (R180; R7 for a request of a foreign method, which JSON-RPC answers -32601 as well);
+//! * such a request answered only after the agent went on without the answer (an agent frame on
+//!   its connection came between the request and the answer: the fake agent waits for it, as
+//!   qwen-code does, and gives up after a while): `fail` (same rules) — an agent that waits
+//!   longer hangs the turn;
 //! * the client died, or closed the agent connection, after the first unknown message, or (a run
 //!   complete on the wire) exited by itself with a failure status, no user cancel in the case: `warn`
 //!   naming that frame and the client's stderr tail (R181 for an update variant, R88 for an
@@ -25,6 +32,7 @@
 
 use serde_json::Value;
 
+use super::schema::is_foreign_method;
 use super::{Check, Finding, Problems, client_exit, connection_closed, reports, with_stderr};
 use crate::record::{CaseRecord, RunEnd};
 use crate::surface::is_known_update;
@@ -53,15 +61,20 @@ impl Check for UnknownMessages {
     }
 
     fn rules(&self) -> &'static [u16] {
-        &[88, 180, 181]
+        &[7, 88, 180, 181]
     }
 
     fn requirement(&self) -> &'static str {
-        "An unknown session/update variant or a _-prefixed extension notification leaves the client running and processing what follows; a _-prefixed extension request is answered (a result or -32601 Method not found)."
+        "An unknown session/update variant, a _-prefixed extension notification or a message of a foreign method leaves the client running and processing what follows; a _-prefixed extension request or a request of a foreign method is answered at once (a result or -32601 Method not found)."
     }
 
     fn evaluate_with(&self, case: &CaseRecord, model: &WireModel<'_>) -> Finding {
-        let unknown = unknown_messages(model);
+        let mut unknown = unknown_messages(model);
+        if unknown.is_empty() {
+            // An ACP variant the client's SDK does not know (yopo 11.0.0 and usage_update): the
+            // client names it as it goes away. That is the variant it died of (R181), not "none".
+            unknown.extend(unknown_to_the_client(case, model));
+        }
         let Some(first) = unknown.first() else {
             return Finding::not_applicable(
                 "the agent sent no unknown session/update variant and no extension method",
@@ -74,7 +87,7 @@ impl Check for UnknownMessages {
             let Some(&answer) = answers.first() else {
                 if case.end == RunEnd::Completed {
                     problems.fail(
-                        180,
+                        u.rule,
                         format!(
                             "the agent's {} at #{} was never answered. Expected a response with its id: a result, or {{\"code\":-32601,\"message\":\"Method not found\"}}; an agent waits for it.",
                             u.what, u.index
@@ -89,9 +102,25 @@ impl Check for UnknownMessages {
                 .and_then(|m| m.json())
                 .and_then(|j| j.pointer("/error/code"))
                 .and_then(Value::as_i64);
+            let conn = model.msg(u.index).map(|m| m.conn);
+            if let Some(went_on) = model
+                .msgs_from(u.index + 1)
+                .iter()
+                .take_while(|m| m.index < answer)
+                .find(|m| m.from == Side::Agent && Some(m.conn) == conn)
+            {
+                problems.fail(
+                    u.rule,
+                    format!(
+                        "the client answered the agent's {} at #{} only at #{answer}, after the agent had gone on without the answer (#{}). Expected an answer at once (a result, or -32601 Method not found): the agent waits for it.",
+                        u.what, u.index, went_on.index
+                    ),
+                    &[u.index, went_on.index, answer],
+                );
+            }
             if let Some(code) = code.filter(|&c| c != METHOD_NOT_FOUND) {
                 problems.fail(
-                    180,
+                    u.rule,
                     format!(
                         "the client answered the agent's {} at #{} with error {code} at #{answer}. Expected a result, or -32601 Method not found for a method it does not implement.",
                         u.what, u.index
@@ -102,8 +131,12 @@ impl Check for UnknownMessages {
         }
 
         if let Some(end) = went_away(case, model, &first.name) {
+            // Going away is judged as what it is, not answering: the SHOULD to ignore what one
+            // does not know and keep going (R88; R181 for session/update variants). A request
+            // left unanswered already failed its MUST above.
+            let keep_going = if first.request { 88 } else { first.rule };
             problems.warn(
-                first.rule,
+                keep_going,
                 with_stderr(
                     format!(
                         "{end} after the agent's {} at #{}. Expected the client to ignore what it does not know and keep processing the messages after it.",
@@ -151,6 +184,15 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
                 rule: if request { 180 } else { 88 },
                 request,
             });
+        } else if is_foreign_method(method) {
+            let kind = if request { "request" } else { "notification" };
+            out.push(Unknown {
+                index: m.index,
+                what: format!("{kind} `{method}` (no ACP method)"),
+                name: method.to_owned(),
+                rule: if request { 7 } else { 88 },
+                request,
+            });
         } else if method == "session/update" && !request {
             if let Some(variant) = m.update_variant().filter(|v| !is_known_update(v)) {
                 out.push(Unknown {
@@ -164,6 +206,29 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
         }
     }
     out
+}
+
+/// The first `session/update` of an ACP variant that the client went away on naming it in its
+/// stderr: a variant ACP defines but the client's SDK does not (usage_update,
+/// session_info_update in an SDK pinned before them).
+fn unknown_to_the_client(case: &CaseRecord, model: &WireModel<'_>) -> Option<Unknown> {
+    let m = model.msgs.iter().find(|m| {
+        m.from == Side::Agent
+            && m.method() == Some("session/update")
+            && m.update_variant()
+                .is_some_and(|v| case.stderr_tail.contains(&format!("`{v}`")))
+    })?;
+    let variant = m.update_variant()?;
+    went_away(case, model, variant)?;
+    Some(Unknown {
+        index: m.index,
+        what: format!(
+            "session/update of the variant `{variant}` (an ACP variant, but one the client does not know: its stderr names it)"
+        ),
+        name: variant.to_owned(),
+        rule: 181,
+        request: false,
+    })
 }
 
 /// How the client went away, if it did: it crashed, or it closed the agent connection; or, on a
@@ -212,7 +277,7 @@ fn announced_after<'a>(model: &WireModel<'a>, index: usize) -> Vec<(&'a str, &'a
 mod tests {
     use super::*;
     use crate::checks::Grade;
-    use crate::checks::testkit::{Case, SID};
+    use crate::checks::testkit::{Case, SID, assert_grade};
     use serde_json::json;
 
     fn with_unknown_update(c: &Case) -> usize {
@@ -220,11 +285,84 @@ mod tests {
         c.update(json!({"sessionUpdate":"agent_activity_update","activity":"reading"}))
     }
 
+    /// Issue 42 item 10: a client that dies of an ACP variant its SDK does not know is told
+    /// which, not "the agent sent no unknown session/update variant".
+    #[test]
+    fn a_death_on_an_acp_variant_the_client_does_not_know_names_it() {
+        let mut c = Case::wire_only();
+        c.handshake();
+        c.prompt();
+        let at = c.update(json!({"sessionUpdate":"usage_update","used":10,"size":100}));
+        c.stderr_tail = "Error: Parse error: unknown variant `usage_update`".into();
+        c.end = RunEnd::Crash {
+            exit_code: Some(1),
+            signal: None,
+            reason: "exit code 1".into(),
+        };
+        let f = c.grade(&UnknownMessages);
+        assert_grade(
+            &f,
+            Grade::Warn,
+            "the client died (exit code 1) after the agent's session/update of the variant `usage_update` (an ACP variant, but one the client does not know",
+        );
+        assert_eq!(f.frames, vec![at]);
+        // Not named in its stderr: nothing to say.
+        c.stderr_tail = "Error: broken pipe".into();
+        assert_eq!(c.grade(&UnknownMessages).grade, Grade::NotApplicable);
+    }
+
     #[test]
     fn nothing_unknown_is_not_applicable() {
         let c = Case::new();
         c.handshake();
         assert_eq!(c.grade(&UnknownMessages).grade, Grade::NotApplicable);
+    }
+
+    #[test]
+    fn a_foreign_request_is_answered_at_once_and_a_foreign_notification_is_tolerated() {
+        let drain = json!({"jsonrpc":"2.0","id":4,"method":"craft/drainMidTurnQueue","params":{"sessionId":SID,"todoStopGuardWatchQueuedPrompt":true}});
+        let not_found =
+            json!({"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"Method not found"}});
+        // Answered at once: pass.
+        let c = Case::new();
+        c.handshake();
+        c.a2c(json!({"jsonrpc":"2.0","method":"qwen/notify/session/prompt-suggestion","params":{"v":1,"sessionId":SID}}));
+        c.a2c(drain.clone());
+        c.c2a(not_found.clone());
+        c.update(
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"done"}}),
+        );
+        let f = c.grade(&UnknownMessages);
+        assert_eq!(f.grade, Grade::Pass, "{f:?}");
+        // Never answered: fail, R7, naming the method.
+        let c = Case::new();
+        c.handshake();
+        c.a2c(drain.clone());
+        let f = c.grade(&UnknownMessages);
+        assert_eq!(f.grade, Grade::Fail, "{f:?}");
+        assert_eq!(f.rule, Some(7));
+        assert!(
+            f.message.contains("`craft/drainMidTurnQueue`"),
+            "{}",
+            f.message
+        );
+        // Answered only after the agent went on without it: fail.
+        let c = Case::new();
+        c.handshake();
+        let req = c.a2c(drain);
+        let went_on = c.update(
+            json!({"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"done"}}),
+        );
+        c.c2a(not_found);
+        let f = c.grade(&UnknownMessages);
+        assert_eq!(f.grade, Grade::Fail, "{f:?}");
+        assert!(
+            f.message.contains(&format!("at #{req} only at"))
+                && f.message
+                    .contains(&format!("without the answer (#{went_on})")),
+            "{}",
+            f.message
+        );
     }
 
     #[test]
@@ -340,6 +478,32 @@ mod tests {
         let f = c.grade(&UnknownMessages);
         assert_eq!((f.grade, f.rule), (Grade::Warn, Some(88)), "{f:?}");
         assert!(f.message.contains("`_vendor/status`"), "{}", f.message);
+    }
+
+    /// ralph-any 0.2.0 answers qwen-code's `craft/drainMidTurnQueue` and then exits 1: going
+    /// away after a request is the SHOULD to keep going (R88), never a warn citing the MUST to
+    /// answer (which the grading asserts: a grade follows its rule's keyword).
+    #[test]
+    fn a_crash_after_an_answered_foreign_request_warns_with_the_should() {
+        for method in ["craft/drainMidTurnQueue", "_vendor/ask"] {
+            let mut c = Case::new();
+            c.handshake();
+            c.prompt();
+            c.a2c(json!({"jsonrpc":"2.0","id":"q1","method":method,"params":{"sessionId":SID}}));
+            c.c2a(json!({"jsonrpc":"2.0","id":"q1","result":{}}));
+            c.end = RunEnd::Crash {
+                exit_code: Some(1),
+                signal: None,
+                reason: "exited".into(),
+            };
+            let f = c.grade(&UnknownMessages);
+            assert_eq!(
+                (f.grade, f.rule),
+                (Grade::Warn, Some(88)),
+                "{method}: {f:?}"
+            );
+            assert!(f.message.contains(method), "{}", f.message);
+        }
     }
 
     #[test]

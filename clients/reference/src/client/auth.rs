@@ -55,7 +55,14 @@ impl Client {
         if self.auth.authenticated {
             return false;
         }
-        let Some(method_id) = self.auth.agent_method() else {
+        // MUTANT authenticate-unadvertised (getpaseo/paseo#4775: the method id comes from the
+        // client's own settings): a fixed id, whatever the agent advertised.
+        let method_id = if self.mutant == Some(Mutant::AuthenticateUnadvertised) {
+            Some("api-key".to_owned())
+        } else {
+            self.auth.agent_method()
+        };
+        let Some(method_id) = method_id else {
             return false;
         };
         log!("the agent requires authentication: authenticate with {method_id:?}");

@@ -483,10 +483,18 @@ impl Ctx<'_> {
             Some(steps) => self.steps(steps, Some(prefix), Some(top))?,
             None => Vec::new(),
         };
+        let end = match &o.end {
+            Some(v) => {
+                crate::de::expect_true(self.src, v, "end")?;
+                true
+            }
+            None => false,
+        };
         Ok(OnCase {
             line: self.src.text.line(start),
             when,
             then,
+            end,
         })
     }
 }

@@ -142,6 +142,8 @@ impl Live {
                 label: None,
                 reason: None,
                 waiting_for: Some("the end of the turn".to_owned()),
+                // The control plane's settle wait: its length is not the driver's to tell.
+                waited_us: None,
             });
             return Err(self.plane_stop(format!(
                 "the client reported no end of the turn within {} ms",

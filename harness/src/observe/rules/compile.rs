@@ -3,6 +3,7 @@
 //! rule and the key.
 
 use super::*;
+use crate::observe::screen::Region;
 
 /// The events a rule may make: (type, fields it may set, fields it must set).
 const EVENTS: &[(&str, &[&str], &[&str])] = &[
@@ -87,6 +88,8 @@ pub(super) struct Rule {
     pub(super) event: &'static str,
     pub(super) fields: Vec<(&'static str, Template)>,
     pub(super) buttons: bool,
+    pub(super) region: Option<Region>,
+    pub(super) box_containing: Option<String>,
 }
 
 /// A profile's rules, checked.
@@ -125,6 +128,17 @@ impl Compiled {
 
 /// Checks and compiles `[observer]` rules; the error names the rule and the key.
 pub fn compile(spec: &ObserverSpec, has_choose: bool, tty: bool) -> Result<Compiled, String> {
+    compile_for(spec, has_choose, tty, None)
+}
+
+/// [`compile`] for a profile whose `[tui]` screen is `screen` (rows, columns): `on = "screen"`
+/// rules need one, and their regions must lie on it.
+pub fn compile_for(
+    spec: &ObserverSpec,
+    has_choose: bool,
+    tty: bool,
+    screen: Option<(u16, u16)>,
+) -> Result<Compiled, String> {
     for (table, words) in &spec.words {
         if words.is_empty() {
             return Err(format!("[observer.words.{table}] is empty"));
@@ -143,10 +157,10 @@ pub fn compile(spec: &ObserverSpec, has_choose: bool, tty: bool) -> Result<Compi
                 )
             })?;
         let regex = match (&r.pattern, r.on) {
-            (Some(p), Source::Stdout | Source::Stderr | Source::Terminal) => Some(
+            (Some(p), Source::Stdout | Source::Stderr | Source::Terminal | Source::Screen) => Some(
                 Regex::new(p).map_err(|e| format!("{at}: `match` is not a valid regex: {e}"))?,
             ),
-            (None, Source::Stdout | Source::Stderr | Source::Terminal) => {
+            (None, Source::Stdout | Source::Stderr | Source::Terminal | Source::Screen) => {
                 return Err(format!(
                     "{at}: on = {:?} needs a `match` regex",
                     r.on.describe()
@@ -154,11 +168,31 @@ pub fn compile(spec: &ObserverSpec, has_choose: bool, tty: bool) -> Result<Compi
             }
             (Some(_), _) => {
                 return Err(format!(
-                    "{at}: `match` is for on = \"stdout\", \"stderr\" or \"terminal\""
+                    "{at}: `match` is for on = \"stdout\", \"stderr\", \"terminal\" or \"screen\""
                 ));
             }
             (None, _) => None,
         };
+        if r.on == Source::Screen {
+            let Some((rows, cols)) = screen else {
+                return Err(format!(
+                    "{at}: on = \"screen\" needs a [tui] section (the client's screen)"
+                ));
+            };
+            if let Some(why) = r.region.and_then(|g| g.outside(rows, cols)) {
+                return Err(format!("{at}: `region`: {why}"));
+            }
+            if r.region.is_some() && r.box_containing.is_some() {
+                return Err(format!("{at}: give `region` or `box_containing`, not both"));
+            }
+            if r.box_containing.as_deref().is_some_and(str::is_empty) {
+                return Err(format!("{at}: `box_containing` must not be empty"));
+            }
+        } else if r.region.is_some() || r.box_containing.is_some() {
+            return Err(format!(
+                "{at}: `region` and `box_containing` are for on = \"screen\""
+            ));
+        }
         if r.when.is_some() && r.on != Source::Json {
             return Err(format!("{at}: `when` is for on = \"json\""));
         }
@@ -184,7 +218,7 @@ pub fn compile(spec: &ObserverSpec, has_choose: bool, tty: bool) -> Result<Compi
         for (key, text) in &r.fields {
             let Some(&field) = allowed.iter().find(|f| **f == key.as_str()) else {
                 return Err(format!(
-                    "{at}: unknown key `{key}` (this event's fields: {}; and on, match, when, code, event)",
+                    "{at}: unknown key `{key}` (this event's fields: {}; and on, match, when, code, region, box_containing, event)",
                     allowed.join(", ")
                 ));
             };
@@ -257,6 +291,8 @@ pub fn compile(spec: &ObserverSpec, has_choose: bool, tty: bool) -> Result<Compi
             event,
             fields,
             buttons,
+            region: r.region,
+            box_containing: r.box_containing.clone(),
         });
     }
     Ok(Compiled {

@@ -308,3 +308,155 @@ fn bad_rules_name_the_rule_and_the_key() {
         "{err}"
     );
 }
+
+/// A rule never matches text older than the last match: a word the last match ended with does
+/// not start a second match once more text arrives.
+#[test]
+fn rules_read_only_text_after_the_last_match() {
+    let spec = spec(
+        "[observer]\n[[observer.rule]]\non = \"terminal\"\nmatch = 'done (?P<why>\\w+)'\nevent = \"turn\"\nstate = \"completed\"\nmessage = \"{why}\"\n[[observer.rule]]\non = \"terminal\"\nmatch = '(?P<w>\\w+) again'\nevent = \"turn\"\nstate = \"cancelled\"\nmessage = \"{w}\"\n",
+    );
+    let mut rules = DataRules::new(
+        "t".into(),
+        compile(&spec, false, false).unwrap(),
+        Vec::new(),
+    );
+    let rec = Recorder::new();
+    rec.record(1, Direction::ClientToAgent, PROMPT.as_bytes());
+    rules.wire.refresh(&rec, |_| {});
+    let events = rules.terminal("done stop");
+    assert_eq!(types(&events), ["turn"]);
+    assert_eq!(events[0]["message"], "stop");
+    // "stop again" would match, but "stop" is part of the last match.
+    assert!(rules.terminal(" again").is_empty());
+    let events = rules.terminal(" then again");
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["message"], "then");
+}
+
+const SCREEN_RULES: &str = r#"
+[observer]
+[[observer.rule]]
+on = "screen"
+box_containing = "Permission"
+match = 'Permission: (?P<title>.+)'
+event = "approval"
+subject = "command"
+title = "{title}"
+[[observer.rule]]
+on = "screen"
+region = { row = 9, col = 0, rows = 1, cols = 40 }
+match = 'Done: (?P<stop>\w+)'
+event = "turn"
+state = "completed"
+stopReason = "{stop}"
+"#;
+
+fn screen_rules() -> (DataRules, Recorder) {
+    let compiled = compile_for(&spec(SCREEN_RULES), false, true, Some((10, 40))).unwrap();
+    let mut rules = DataRules::new("tui".into(), compiled, Vec::new()).with_screen(10, 40);
+    let rec = Recorder::new();
+    rec.record(1, Direction::ClientToAgent, PROMPT.as_bytes());
+    rec.record(1, Direction::AgentToClient, REQUEST.as_bytes());
+    rules.wire.refresh(&rec, |_| {});
+    (rules, rec)
+}
+
+/// Screen rules read the rendered screen once settled: a box found by its text, a region; the
+/// evidence is what the person saw; a card repainted unchanged is one card.
+#[test]
+fn screen_rules_read_the_settled_screen() {
+    let (mut rules, _rec) = screen_rules();
+    let card = "\x1b[2J\x1b[1;1H┌──────────────────────┐\r\n│ Permission: ls -la   │\r\n│ 1) Allow  2) Reject  │\r\n└──────────────────────┘";
+    rules.screen_bytes(card.as_bytes());
+    // Bytes alone make no event: only a settled screen counts.
+    assert!(rules.terminal(card).is_empty());
+    let events = rules.settled();
+    valid(&events);
+    assert_eq!(types(&events), ["approval"]);
+    assert_eq!(events[0]["requestId"], 0);
+    assert_eq!(events[0]["observed"]["from"], "screen");
+    assert_eq!(
+        events[0]["observed"]["evidence"],
+        "Permission: ls -la\n 1) Allow  2) Reject"
+    );
+    // The same card repainted: no second match. A cursor blink elsewhere changes nothing.
+    rules.screen_bytes(card.as_bytes());
+    assert!(rules.settled().is_empty());
+    // The turn ends on the status line (row 9); the old card is still on screen, unmatched.
+    rules.screen_bytes(b"\x1b[10;1HDone: end_turn");
+    let events = rules.settled();
+    assert_eq!(types(&events), ["turn"]);
+    assert_eq!(events[0]["stopReason"], "end_turn");
+    assert!(rules.screen_text().unwrap().ends_with("Done: end_turn"));
+}
+
+/// Two requests whose cards read the same (no title, same command): once the client took the
+/// user's answer, the card on screen is the second one, even with the text of the first; until
+/// then a repaint of the answered card is not.
+#[test]
+fn a_card_like_the_one_answered_is_the_next_card() {
+    let (mut rules, rec) = screen_rules();
+    rec.record(
+        1,
+        Direction::AgentToClient,
+        REQUEST.replace("\"id\":0", "\"id\":1").as_bytes(),
+    );
+    rules.wire.refresh(&rec, |_| {});
+    let card = "\x1b[2J\x1b[1;1H┌──────────────────────┐\r\n│ Permission: ls -la   │\r\n│ 1) Allow  2) Reject  │\r\n└──────────────────────┘";
+    rules.screen_bytes(card.as_bytes());
+    let events = rules.settled();
+    assert_eq!(types(&events), ["approval"]);
+    assert_eq!(events[0]["requestId"], 0);
+    rules.user(UserAct::Chose);
+    // Not yet taken: the same screen, repainted.
+    rules.screen_bytes(card.as_bytes());
+    assert!(rules.settled().is_empty());
+    // Taken: the status line moved on, and the card shown is the next request's.
+    rules.screen_bytes(format!("{card}\x1b[10;1HAnswered").as_bytes());
+    let events = rules.settled();
+    assert_eq!(types(&events), ["approval"]);
+    assert_eq!(events[0]["requestId"], 1);
+    // Without a new answer, that card repainted is still one card.
+    rules.screen_bytes(format!("{card}\x1b[10;1HAnswered").as_bytes());
+    assert!(rules.settled().is_empty());
+}
+
+/// A status line that reads the same at rest and at a turn's end ("● ready"): what it showed
+/// before the prompt was typed is not the turn's end; once the screen moved on after the
+/// prompt, the same text is.
+#[test]
+fn a_ready_status_before_the_prompt_is_not_the_turn_end() {
+    let compiled = compile_for(&spec(SCREEN_RULES), false, true, Some((10, 40))).unwrap();
+    let mut rules = DataRules::new("tui".into(), compiled, Vec::new()).with_screen(10, 40);
+    let done = "\x1b[2J\x1b[10;1HDone: idle";
+    rules.screen_bytes(done.as_bytes());
+    // No prompt yet: the match waits for one.
+    assert!(rules.settled().is_empty());
+    rules.prompt_typed();
+    let rec = Recorder::new();
+    rec.record(1, Direction::ClientToAgent, PROMPT.as_bytes());
+    rules.wire.refresh(&rec, |_| {});
+    // The prompt reached the agent; the screen has not moved on: no turn end.
+    rules.screen_bytes(done.as_bytes());
+    assert!(rules.settled().is_empty());
+    // The prompt is shown, the status line reads as before: this turn's end.
+    rules.screen_bytes(format!("{done}\x1b[1;1H> Run the tests").as_bytes());
+    let events = rules.settled();
+    assert_eq!(types(&events), ["turn"]);
+    assert_eq!(events[0]["stopReason"], "idle");
+}
+
+#[test]
+fn screen_rules_need_a_tui_and_regions_on_the_screen() {
+    let err = compile_for(&spec(SCREEN_RULES), false, true, None).unwrap_err();
+    assert!(err.contains("#1") && err.contains("needs a [tui]"), "{err}");
+    let err = compile_for(&spec(SCREEN_RULES), false, true, Some((8, 40))).unwrap_err();
+    assert!(
+        err.contains("#2") && err.contains("`region`: rows 9..10"),
+        "{err}"
+    );
+    let wrong = SCREEN_RULES.replace("on = \"screen\"\nregion", "on = \"stdout\"\nregion");
+    let err = compile_for(&spec(&wrong), false, true, Some((10, 40))).unwrap_err();
+    assert!(err.contains("are for on = \"screen\""), "{err}");
+}

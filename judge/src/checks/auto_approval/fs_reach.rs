@@ -98,13 +98,14 @@ impl Judge<'_, '_> {
             if by_policy || self.approved_request_covers(fs).is_some() {
                 continue;
             }
-            let (rule, method) = if fs.write {
-                (121, "fs/write_text_file")
+            let method = if fs.write {
+                "fs/write_text_file"
             } else {
-                (120, "fs/read_text_file")
+                "fs/read_text_file"
             };
+            // R120/R121 let a client serve it only as its settings allow: the declared policy.
             problems.fail(
-                rule,
+                194,
                 format!(
                     "{method} #{} was served at #{} without the user's word: {}. No approved permission request of the session named that path{}, and the policy does not let the client {} outside the workspace by itself. Expected an error response (or the agent's permission request first). Policy: {}.",
                     fs.msg.index,

@@ -444,7 +444,7 @@ fn an_unasked_read_outside_the_workspace_fails_whatever_the_path_trick() {
             served(&c, 10);
             let f = c.grade(&AutoApproval);
             assert_grade(&f, Grade::Fail, "was served at #");
-            assert_eq!(f.rule, Some(120), "{path}: {f:?}");
+            assert_eq!(f.rule, Some(194), "{path}: {f:?}");
             // Refusing it is always safe.
             let c = Case::wire_only();
             c.handshake();
@@ -489,7 +489,7 @@ fn an_approved_request_for_the_path_covers_the_fs_call() {
     fs_call(&c, 11, "fs/write_text_file", path);
     c.c2a(json!({"jsonrpc":"2.0","id":11,"result":{}}));
     let f = c.grade(&AutoApproval);
-    assert_eq!(f.rule, Some(121), "{f:?}");
+    assert_eq!(f.rule, Some(194), "{f:?}");
     // … nor another file, nor a read after a reject.
     let c = Case::new();
     c.handshake();
@@ -499,7 +499,7 @@ fn an_approved_request_for_the_path_covers_the_fs_call() {
     c.select(json!(0), "reject");
     fs_call(&c, 10, "fs/read_text_file", path);
     served(&c, 10);
-    assert_eq!(c.grade(&AutoApproval).rule, Some(120));
+    assert_eq!(c.grade(&AutoApproval).rule, Some(194));
     let c = Case::new();
     c.handshake();
     c.prompt();
@@ -508,7 +508,7 @@ fn an_approved_request_for_the_path_covers_the_fs_call() {
     c.select(json!(0), "once");
     fs_call(&c, 10, "fs/read_text_file", "/tmp/case/outside/other.txt");
     served(&c, 10);
-    assert_eq!(c.grade(&AutoApproval).rule, Some(120));
+    assert_eq!(c.grade(&AutoApproval).rule, Some(194));
     // A directory approval (opencode's external_directory parentDir) covers what is below it.
     let c = Case::new();
     c.handshake();
@@ -539,5 +539,5 @@ fn a_policy_scoped_anywhere_may_serve_its_kind_outside() {
     c.c2a(json!({"jsonrpc":"2.0","id":11,"result":{}}));
     let f = c.grade(&AutoApproval);
     assert_grade(&f, Grade::Fail, "fs/write_text_file #");
-    assert_eq!(f.rule, Some(121));
+    assert_eq!(f.rule, Some(194));
 }

@@ -1,0 +1,388 @@
+//! A full-screen client driven only through the screen observer: clients/tui-demo (a small
+//! Python TUI: alternate screen, raw keys, a permission card drawn as a box) under its profile
+//! clients/tui-demo/tui-demo.toml, which has no program of ours, only [tui], screen rules and
+//! keys. Skips without python3.
+
+mod real_client;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use acp_harness::client_spec::ClientSpec;
+use acp_harness::runner::{self, CaseResult, RunConfig};
+use acp_harness::suite;
+use acp_judge::checks::Grade;
+use acp_judge::record::RunEnd;
+use real_client::{grade, run_one};
+
+fn profile(name: &str) -> PathBuf {
+    real_client::workspace().join("clients/tui-demo").join(name)
+}
+
+fn python() -> bool {
+    let ok = std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: python3 is not installed (apt-get install python3)");
+    }
+    ok
+}
+
+fn spec() -> acp_harness::client_spec::ClientSpec {
+    acp_harness::client_spec::ClientSpec::from_profile(&profile("tui-demo.toml"))
+        .unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+fn screen_note(r: &acp_harness::runner::CaseResult) -> Option<String> {
+    r.record.transcript.iter().find_map(|e| {
+        let j = e.json()?;
+        (j.get("type")? == "screen").then(|| j["text"].as_str().unwrap_or_default().to_owned())
+    })
+}
+
+/// A prompt typed at the input line, a card read from its box, an option chosen by its number,
+/// the turn's end read from the status line.
+#[test]
+fn a_full_screen_client_is_driven_through_its_screen() {
+    if !python() {
+        return;
+    }
+    let spec = spec();
+    let r = run_one(&spec, "opencode@1.18/session-setup");
+    assert_eq!(r.record.end, RunEnd::Completed, "{:?}", r.record.end);
+    let (g, m) = grade(&r, "turn-end");
+    assert_eq!(*g, Grade::Pass, "{m}");
+    let screen = screen_note(&r).expect("a screen note");
+    assert!(screen.contains("Done: end_turn"), "{screen}");
+    // Every option of an `each` run is reached by its number.
+    for case in [
+        "opencode@1.18/execute-permission[always]",
+        "opencode@1.18/execute-permission[reject]",
+    ] {
+        let r = run_one(&spec, case);
+        assert_eq!(
+            r.record.end,
+            RunEnd::Completed,
+            "{case}: {:?}",
+            r.record.end
+        );
+        for check in ["offered-options", "subject-kind"] {
+            let (g, m) = grade(&r, check);
+            assert_eq!(*g, Grade::Pass, "{case} {check}: {m}");
+        }
+        let observed = r.record.transcript.iter().any(|e| {
+            e.json().is_some_and(|j| {
+                j["type"] == "approval"
+                    && j["observed"]["from"] == "screen"
+                    && j["observed"]["evidence"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("Permission:"))
+            })
+        });
+        assert!(observed, "{case}: no approval read from the screen");
+    }
+}
+
+/// By label: the selection bar is moved with <Down> until it shows the option's name; the
+/// third option too.
+#[test]
+fn options_are_reached_by_their_label() {
+    if !python() {
+        return;
+    }
+    let spec = acp_harness::client_spec::ClientSpec::from_profile(&profile("tui-demo-label.toml"))
+        .unwrap_or_else(|e| panic!("{e:#}"));
+    let r = run_one(&spec, "opencode@1.18/execute-permission[reject]");
+    assert_eq!(r.record.end, RunEnd::Completed, "{:?}", r.record.end);
+    let (g, m) = grade(&r, "offered-options");
+    assert_eq!(*g, Grade::Pass, "{m}");
+    let typed = r.record.transcript.iter().any(|e| {
+        e.json().is_some_and(|j| {
+            j["type"] == "user_choose" && j["optionId"] == "reject" && j["input"] == "<Enter>"
+        })
+    });
+    assert!(typed, "the harness did not choose reject");
+}
+
+/// A profile written by hand in a folder of its own (absolute program paths).
+fn profile_file(dir: &std::path::Path, text: &str) -> acp_harness::client_spec::ClientSpec {
+    let path = dir.join("client.toml");
+    std::fs::write(&path, text).unwrap();
+    acp_harness::client_spec::ClientSpec::from_profile(&path).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// An option the profile's inputs cannot reach is not_applicable with the reason, not a
+/// timeout.
+#[test]
+fn an_unreachable_option_is_not_applicable() {
+    if !python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(profile("tui-demo.toml"))
+        .unwrap()
+        .replace(
+            "\"./tui_demo.py\"",
+            &format!("{:?}", profile("tui_demo.py")),
+        )
+        .replace(
+            "by = \"position\"",
+            "by = \"position\"\nselects = [\"allow_once\", \"allow_always\"]",
+        );
+    let spec = profile_file(dir.path(), &text);
+    let r = run_one(&spec, "opencode@1.18/execute-permission[reject]");
+    match &r.record.end {
+        RunEnd::NotApplicable { reason } => assert!(
+            reason.contains("no input of tui-demo's profile reaches option \"reject\""),
+            "{reason}"
+        ),
+        other => panic!("expected not_applicable, got {other:?}"),
+    }
+    // By label with a key that does not move the selection bar: the highlight never reaches
+    // the option, and the reason shows what it showed.
+    let text = text.replace(
+        "by = \"position\"\nselects = [\"allow_once\", \"allow_always\"]\ninput = \"{n}\"",
+        "by = \"label\"\ninput = \"<Enter>\"\nnext = \"<Right>\"",
+    );
+    assert!(text.contains("<Right>"), "{text}");
+    let spec = profile_file(dir.path(), &text);
+    let r = run_one(&spec, "opencode@1.18/execute-permission[reject]");
+    match &r.record.end {
+        RunEnd::NotApplicable { reason } => {
+            assert!(
+                reason.contains("the highlighted line never showed option \"reject\""),
+                "{reason}"
+            );
+            assert!(reason.contains("1) Allow once"), "{reason}");
+        }
+        other => panic!("expected not_applicable, got {other:?}"),
+    }
+}
+
+fn pid_of(r: &acp_harness::runner::CaseResult) -> i32 {
+    r.record
+        .transcript
+        .iter()
+        .find_map(|e| {
+            let j = e.json()?;
+            (j.get("type")? == "client_started").then(|| j["pid"].as_i64())?
+        })
+        .expect("a client_started note") as i32
+}
+
+/// A TUI that never draws, one that exits at once and one that ignores keys: each gets a clear
+/// verdict within the step timeout with its last screen, and leaves no process behind.
+#[test]
+fn a_broken_tui_gets_a_verdict_with_its_screen() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = |argv: &str| {
+        format!(
+            "name = \"broken\"\ncontrol = \"none\"\nargv = {argv}\n[tui]\nquit = \"<C-c>\"\nprompt = \"{{prompt}}<Enter>\"\nready = 'Ready'\n[observer]\n[[observer.rule]]\non = \"screen\"\nmatch = 'Done'\nevent = \"turn\"\nstate = \"completed\"\n"
+        )
+    };
+    let cases = [
+        // Never draws: the prompt is never typed, and the reason says the screen was blank.
+        (
+            r#"["sleep", "30"]"#,
+            "the screen was blank (the client never drew)",
+        ),
+        // Draws, then ignores every key: nothing reaches the agent.
+        (
+            r#"["sh", "-c", "printf 'Ready\\n> '; exec sleep 30"]"#,
+            "Ready\n>",
+        ),
+        // Exits at once after drawing.
+        (r#"["sh", "-c", "printf 'Ready\\nbye'"]"#, "bye"),
+    ];
+    for (argv, says) in cases {
+        let spec = profile_file(dir.path(), &base(argv));
+        // Machine time, like the harness's budgets (docs/timeouts.md).
+        let started = acp_fake_agents::machine_time::Stamp::now();
+        let r = run_one(&spec, "opencode@1.18/session-setup");
+        let reason = match &r.record.end {
+            RunEnd::Incomplete { reason, .. }
+            | RunEnd::Timeout { reason, .. }
+            | RunEnd::Crash { reason, .. } => reason.clone(),
+            other => panic!("{argv}: expected a failed run, got {other:?}"),
+        };
+        assert!(reason.contains(says), "{argv}: {reason}");
+        let took = started.elapsed().machine;
+        assert!(
+            took < std::time::Duration::from_secs(40),
+            "{argv}: took {took:?}"
+        );
+        let pid = pid_of(&r);
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "{argv}: pid {pid} still runs"
+        );
+    }
+}
+
+/// tui-demo with its field bug `mutant` (TUI_DEMO_MUTANT), from a profile in `dir`.
+fn demo_mutant(dir: &std::path::Path, mutant: &str) -> acp_harness::client_spec::ClientSpec {
+    let text = std::fs::read_to_string(profile("tui-demo.toml"))
+        .unwrap()
+        .replace(
+            "\"./tui_demo.py\"",
+            &format!("{:?}", profile("tui_demo.py")),
+        )
+        .replace(
+            "[tui]",
+            &format!("[env]\nTUI_DEMO_MUTANT = \"{mutant}\"\n[tui]"),
+        );
+    let dir = dir.join(mutant);
+    std::fs::create_dir_all(&dir).unwrap();
+    profile_file(&dir, &text)
+}
+
+/// A card answered with another option than the one picked fails offered-options, naming the
+/// option the user chose (the reference client has no such mutant; `collapse-by-kind` fails
+/// the same check).
+#[test]
+fn an_answer_other_than_the_pick_fails_offered_options() {
+    if !python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let r = run_one(
+        &demo_mutant(dir.path(), "first-option"),
+        "opencode@1.18/execute-permission[reject]",
+    );
+    let (g, m) = grade(&r, "offered-options");
+    assert_eq!(*g, Grade::Fail, "{m}");
+    assert!(m.contains("the user chose \"reject\""), "{m}");
+}
+
+/// Each field-bug mutant of tui-demo and the cases that make it bite: the first shows its
+/// turn-end, cancel and agent-death sides, the others their one check.
+const MUTANTS: &[(&str, &[&str])] = &[
+    (
+        "turn-never-ended",
+        &[
+            "opencode@1.18/session-setup",
+            "opencode@1.18/cancel-pending-permission",
+            "regressions@synthetic/agent-dies-mid-turn",
+        ],
+    ),
+    (
+        "no-cancelled-answer",
+        &[
+            "opencode@1.18/cancel-pending-permission",
+            "codex-acp@1.6/cancel-pending-permission",
+        ],
+    ),
+    (
+        "kind-from-request",
+        &[
+            "opencode@1.18/external-directory-write",
+            "claude-agent-acp@0.16/acpx-probe-cat-title",
+        ],
+    ),
+    ("relative-cwd", &["opencode@1.18/session-setup"]),
+];
+
+/// Check ids graded `fail` or `warn` in `results`.
+fn failed_checks(results: &[CaseResult]) -> BTreeSet<&'static str> {
+    results
+        .iter()
+        .flat_map(|r| &r.trials)
+        .filter(|t| matches!(t.grade, Grade::Fail | Grade::Warn))
+        .map(|t| t.check)
+        .collect()
+}
+
+/// Proof that the screen observer judges a full-screen client as the adapter judges the
+/// reference client: on the cases that make each bug bite, tui-demo driven only through its
+/// screen passes every trial, and each of its field-bug mutants fails exactly the checks the
+/// reference client's mutant of the same name fails over its adapter.
+#[test]
+fn field_bugs_fail_the_same_checks_as_over_the_adapter() {
+    if !python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = RunConfig {
+        // Cases that wait for a turn end that never comes wait out this, not a whole step.
+        settle_timeout: Some(Duration::from_secs(1)),
+        ..real_client::config()
+    };
+    let find = |id: &str| suite::find_case(&cfg.scenarios_dir, id).expect("case exists");
+    // (who, client, cases): the demo on every case, then each mutant through its screen and
+    // over the adapter.
+    let mut runs: Vec<(String, ClientSpec, Vec<&str>)> = Vec::new();
+    let mut every: Vec<&str> = MUTANTS
+        .iter()
+        .flat_map(|(_, c)| c.iter().copied())
+        .collect();
+    every.sort_unstable();
+    every.dedup();
+    runs.push(("tui-demo".into(), spec(), every));
+    for (mutant, cases) in MUTANTS {
+        runs.push((
+            format!("screen {mutant}"),
+            demo_mutant(dir.path(), mutant),
+            cases.to_vec(),
+        ));
+        runs.push((
+            format!("adapter {mutant}"),
+            ClientSpec::mutant(mutant).expect("the reference client has this mutant"),
+            cases.to_vec(),
+        ));
+    }
+    let results: BTreeMap<String, Vec<CaseResult>> = real_client::runtime().block_on(async {
+        let gate = Arc::new(tokio::sync::Semaphore::new(4));
+        let mut tasks = Vec::new();
+        for (who, client, cases) in &runs {
+            for id in cases {
+                let (gate, case, client, cfg, who) = (
+                    gate.clone(),
+                    find(id),
+                    client.clone(),
+                    cfg.clone(),
+                    who.clone(),
+                );
+                tasks.push(tokio::spawn(async move {
+                    let _permit = gate.acquire_owned().await;
+                    (who, runner::run_case(&case, &client, &cfg).await)
+                }));
+            }
+        }
+        let mut out: BTreeMap<String, Vec<CaseResult>> = BTreeMap::new();
+        for task in tasks {
+            let (who, result) = task.await.expect("a case task panicked");
+            out.entry(who).or_default().push(result);
+        }
+        out
+    });
+    let failing: Vec<String> = results["tui-demo"]
+        .iter()
+        .flat_map(|r| {
+            r.trials
+                .iter()
+                .filter(|t| t.grade.is_failing(false))
+                .map(move |t| format!("{}::{}: {}", r.record.meta.case_id, t.check, t.message))
+        })
+        .collect();
+    assert!(
+        failing.is_empty(),
+        "tui-demo fails:\n{}",
+        failing.join("\n")
+    );
+    for (mutant, _) in MUTANTS {
+        let screen = failed_checks(&results[&format!("screen {mutant}")]);
+        let adapter = failed_checks(&results[&format!("adapter {mutant}")]);
+        assert!(
+            !adapter.is_empty(),
+            "{mutant}: the cases do not make it bite"
+        );
+        assert_eq!(
+            screen, adapter,
+            "{mutant}: through the screen (left) and over the adapter (right)"
+        );
+    }
+}
