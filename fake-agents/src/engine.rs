@@ -286,6 +286,7 @@ async fn play<C: Connector, U: UserDriver>(
         agent_killed: false,
         expects,
         send_only_tail: tail,
+        in_ending_tail: false,
         at_top: 0,
     };
     let result = {
@@ -376,6 +377,9 @@ struct Engine<'a, C> {
     expects: Expects,
     /// The first top-level step of the scenario's send-only tail (see `tail`).
     send_only_tail: Option<usize>,
+    /// The step being played is in the send-only tail of a nested list that ends the scenario
+    /// (an `on` case with `end = true`, an `on_timeout`; see `tail`).
+    in_ending_tail: bool,
     /// The top-level step being played (1-based).
     at_top: usize,
 }
@@ -395,7 +399,7 @@ impl<'a, C: Connector> Engine<'a, C> {
             Some(steps) => self.run_owned_steps(steps).await,
             None => {
                 let steps: &'a [Step] = &self.case.scenario.steps;
-                self.run_steps(steps).await
+                self.run_steps(steps, false).await
             }
         };
         match played {
@@ -404,15 +408,21 @@ impl<'a, C: Connector> Engine<'a, C> {
         }
     }
 
-    /// Boxed because `await` cases run nested steps (recursion).
+    /// Boxed because `await` cases run nested steps (recursion). `ends_scenario`: nothing is
+    /// played after this list (its send-only tail is the scenario's; the top-level list has its
+    /// own, `send_only_tail`).
     fn run_steps<'s>(
         &'s mut self,
         steps: &'s [Step],
+        ends_scenario: bool,
     ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 's>> {
         Box::pin(async move {
+            let tail_from = tail::send_only_tail_from(steps).filter(|_| ends_scenario);
             for (i, step) in steps.iter().enumerate() {
+                self.in_ending_tail = tail_from.is_some_and(|from| i + 1 >= from);
                 self.play_step(step, steps.get(i + 1)).await?;
             }
+            self.in_ending_tail = false;
             Ok(())
         })
     }
@@ -437,10 +447,12 @@ impl<'a, C: Connector> Engine<'a, C> {
         result
     }
 
-    /// True if the client is done with the scenario: `step` is in its send-only tail and every
-    /// prompt the client sent has its answer.
+    /// True if the client is done with the scenario: `step` is in its send-only tail (the
+    /// top-level one, or that of a nested list after which the scenario ends) and every prompt
+    /// the client sent has its answer.
     fn left_after_its_turn(&self, step: &Step) -> bool {
-        let in_tail = self.send_only_tail.is_some_and(|from| step.top >= from);
+        let in_tail =
+            self.in_ending_tail || self.send_only_tail.is_some_and(|from| step.top >= from);
         let conn = self.conn.as_ref().map(|link| link.id);
         in_tail && conn.is_some_and(|conn| tail::every_prompt_answered(self.rec, conn))
     }

@@ -598,6 +598,10 @@ async fn run_case_inner(
             crate::sweep::kill_marked(&marker);
         })
         .await;
+    // Once more now that the client is reaped: on a loaded machine a grandchild in a process
+    // group of its own once outlived the case, missed by the first sweep (still being started,
+    // or its environment unreadable at that instant); by now it is listed in full.
+    crate::sweep::kill_marked(&marker);
     timing.client_exited = launched.exited().map(|e| e.at);
     // Terminal commands that outlived the client (in a group and an environment of their own,
     // out of reach of both kills above) are killed here; the note says they were.

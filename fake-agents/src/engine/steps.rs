@@ -27,7 +27,7 @@ impl<'a, C: Connector> Engine<'a, C> {
                 match (&e.on_timeout, arrived) {
                     // The steps after the expect assume the message came: the scenario ends.
                     (Some(steps), false) => {
-                        self.run_steps(steps).await?;
+                        self.run_steps(steps, true).await?;
                         Err(Stop::Ended)
                     }
                     _ => Ok(()),
@@ -341,7 +341,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         self.bind(step, alias, &msg, bind)?;
         match chosen {
             Some(k) => {
-                self.run_steps(&cases[k].then).await?;
+                self.run_steps(&cases[k].then, cases[k].end).await?;
                 if cases[k].end {
                     return Err(Stop::Ended);
                 }

@@ -5,8 +5,10 @@
 //! has done everything the scenario asked of it, so the run is complete, not abandoned.
 //!
 //! The run ends so only when the write fails in the scenario's *send-only tail* (its last
-//! top-level steps, all notifications or delays: nothing left to wait for or answer) and every
-//! `session/prompt` the client sent on the connection has been answered.
+//! top-level steps, all notifications or delays: nothing left to wait for or answer; or the
+//! same at the end of an `await` case with `end = true` or an `on_timeout`, after which the
+//! scenario ends) and every `session/prompt` the client sent on the connection has been
+//! answered.
 
 use std::collections::HashSet;
 

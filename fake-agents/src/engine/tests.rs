@@ -1385,6 +1385,64 @@ async fn a_client_that_leaves_after_its_answered_turn_completes_the_run() {
     assert_eq!(notes(&rec, "connection_closed").len(), 1);
 }
 
+/// The prompt answered inside an `on` case that ends the scenario (claude-agent-acp 0.101 sends
+/// `session_info_update` after the answer of an approved tool's turn): leaving then completes
+/// the run too.
+const ANSWER_IN_ENDING_CASE: &str = r#"
+[[step]]
+handshake = true
+
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+send = '{"jsonrpc":"2.0","id":"${id}","method":"session/request_permission","params":{"sessionId":"${sessionId}","toolCall":{"toolCallId":"t"},"options":[{"optionId":"y","name":"Yes","kind":"allow_once"}]}}'
+as = "perm"
+
+[[step]]
+await = "perm"
+
+[[step.on]]
+otherwise = true
+end = true
+then = [
+  { reply_to = "prompt", result = '{"stopReason":"end_turn"}' },
+  { delay_ms = 100 },
+  { send = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"ses_test","update":{"sessionUpdate":"session_info_update","title":"t"}}}' },
+]
+"#;
+
+#[tokio::test]
+async fn a_client_that_leaves_after_a_turn_answered_in_an_ending_case_completes_the_run() {
+    let mut run = start(ANSWER_IN_ENDING_CASE, Opts::default());
+    run.handshake().await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
+        .await;
+    let perm = run.client.recv().await;
+    run.client
+        .send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"outcome":{{"outcome":"selected","optionId":"y"}}}}}}"#,
+            perm["id"]
+        ))
+        .await;
+    assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
+    let Run {
+        client,
+        engine,
+        rec,
+        ..
+    } = run;
+    drop(client);
+    let out = tokio::time::timeout(TEST_WAIT, engine)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(out.end, RunEnd::Completed);
+    assert_eq!(notes(&rec, "connection_closed").len(), 1);
+}
+
 /// The same departure with a prompt still unanswered is an abandoned run.
 #[tokio::test]
 async fn a_client_that_leaves_with_a_prompt_unanswered_is_incomplete() {

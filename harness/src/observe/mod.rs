@@ -300,12 +300,14 @@ impl ObserverHandle {
         ready: impl FnMut(&Cards) -> bool,
     ) -> Result<(), String> {
         let mut rx = self.shared.cards.subscribe();
+        let screens_before = self.screens_seen();
         match machine_time::timeout(timeout, rx.wait_for(ready)).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(_)) => Err("the observer stopped".into()),
             Err(waited) => Err(format!(
-                "the observer saw no prompt for request {request_id} within {}",
-                waited.describe(timeout)
+                "the observer saw no prompt for request {request_id} within {}{}",
+                waited.describe(timeout),
+                self.screens_during(screens_before)
             )),
         }
     }
@@ -342,6 +344,22 @@ impl ObserverHandle {
         while self.shared.moving.load(std::sync::atomic::Ordering::SeqCst) && !deadline.is_reached()
         {
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// For a timeout message of a `[tui]` client: how often its screen settled during the
+    /// wait, which tells a rule that did not match a still screen from a screen that never
+    /// stopped moving.
+    fn screens_during(&self, before: u64) -> String {
+        let has_screen = self.with_rules(|r| r.screen().is_some()).unwrap_or(false);
+        if !has_screen {
+            return String::new();
+        }
+        match self.screens_seen() - before {
+            0 => " (the screen never stood still for the settle time meanwhile)".to_owned(),
+            n => format!(
+                " (the screen stood still {n} times meanwhile; on none did an approval rule find a card for this request)"
+            ),
         }
     }
 
