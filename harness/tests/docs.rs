@@ -227,7 +227,7 @@ fn real_client_table() -> String {
         .collect();
     folders.sort();
     let mut out = String::from(
-        "| client | installed from | how it runs (its main profile) | its policy | profiles | baselines | test |\n|---|---|---|---|---|---|---|\n",
+        "| client | installed from | how it runs (its main profile) | its policy | its program, once installed | profiles | baselines | test |\n|---|---|---|---|---|---|---|---|\n",
     );
     for dir in folders {
         let folder = dir
@@ -245,6 +245,15 @@ fn real_client_table() -> String {
             continue;
         };
         let (page, what) = package(install);
+        // `{program}` comes from the variable `program_env` names (else `program` on PATH), so
+        // `run --client` finds an installed client through that variable.
+        let text = std::fs::read_to_string(&main).expect("read the profile");
+        let table: toml::Table = toml::from_str(&text).expect("the profile is TOML");
+        let installed = install.program(Path::new("~/.cache/acp-harness"));
+        let program = match table.get("program_env").and_then(|v| v.as_str()) {
+            Some(var) => format!("`{var}={}`", installed.display()),
+            None => format!("`{}`", installed.display()),
+        };
         let is_baseline = |n: &str| n.contains("baseline");
         let test = format!("harness/tests/{}.rs", folder.replace('-', "_"));
         let test = if root.join(&test).is_file() {
@@ -254,7 +263,7 @@ fn real_client_table() -> String {
         };
         writeln!(
             out,
-            "| [{}]({page}) | {what} | {} | {} | {} | {} | {test} |",
+            "| [{}]({page}) | {what} | {} | {} | {program} | {} | {} | {test} |",
             spec.name,
             cell(spec.wire.about.as_deref().unwrap_or("")),
             spec.wire
