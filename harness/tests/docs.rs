@@ -40,7 +40,7 @@ fn read(relative: &str) -> String {
 
 /// `doc` with the text between the markers of generated section `name` replaced by `body`.
 fn splice(doc: &str, name: &str, body: &str) -> Result<String, String> {
-    let start = format!("<!-- generated: {name}");
+    let start = format!("<!-- generated: {name} ");
     let end = format!("<!-- end generated: {name} -->");
     let from = doc
         .find(&start)
@@ -208,7 +208,7 @@ fn file_links(dir: &Path, folder: &str, keep: impl Fn(&str) -> bool) -> String {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot list clients/{folder}: {e}"))
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".toml") && keep(n))
+        .filter(|n| n.ends_with(".toml") && keep(n.as_str()))
         .collect();
     names.sort();
     names
