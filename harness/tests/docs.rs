@@ -63,7 +63,12 @@ fn assert_current(relative: &str, name: &str, body: &str) {
     let want = splice(&now, name, body).unwrap_or_else(|e| panic!("{relative}: {e}"));
     if std::env::var_os(WRITE_VAR).is_some() {
         if want != now {
-            std::fs::write(repo_root().join(relative), &want)
+            // Written beside and renamed, so that the link test, which reads every document at
+            // the same time, never sees half a file.
+            let path = repo_root().join(relative);
+            let fresh = path.with_extension("md.new");
+            std::fs::write(&fresh, &want)
+                .and_then(|()| std::fs::rename(&fresh, &path))
                 .unwrap_or_else(|e| panic!("cannot write {relative}: {e}"));
         }
         return;
@@ -74,12 +79,16 @@ fn assert_current(relative: &str, name: &str, body: &str) {
     );
 }
 
-/// A table cell: one line, `|` escaped.
+/// A table cell: one line, `|` escaped, `<` and `>` as entities (GitHub would take `<prompt>`
+/// for an HTML tag and drop it), `—` for nothing.
 fn cell(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .replace('|', "\\|")
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.is_empty() {
+        return "—".to_owned();
+    }
+    line.replace('|', "\\|")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// `[56, 57, 58, 59, 190]` → `R56–R59, R190`.
@@ -121,7 +130,7 @@ fn checks_table() -> String {
                 .collect();
             format!("with an observer reporting {}", events.join(", "))
         };
-        let levels: BTreeSet<&str> = check
+        let cited: BTreeSet<&str> = check
             .rules()
             .iter()
             .filter_map(|&n| rules::get(n))
@@ -133,13 +142,17 @@ fn checks_table() -> String {
                 }
             })
             .collect();
+        let levels: Vec<&str> = ["MUST", "SHOULD", "MAY", "invariant"]
+            .into_iter()
+            .filter(|l| cited.contains(l))
+            .collect();
         let id = check.id();
         writeln!(
             out,
             "| [`{id}`](#{id}) | {} | {without} | {} ({}) |",
             cell(check.requirement()),
             rule_ranges(check.rules()),
-            levels.into_iter().collect::<Vec<_>>().join(", ")
+            levels.join(", ")
         )
         .expect("write to a String");
     }
@@ -407,10 +420,16 @@ fn broken(root: &Path, doc: &str, target: &str) -> Option<String> {
     } else if let Some(absolute) = path.strip_prefix('/') {
         root.join(absolute)
     } else {
-        root.join(doc).parent().expect("a document has a folder").join(path)
+        root.join(doc)
+            .parent()
+            .expect("a document has a folder")
+            .join(path)
     };
     if !file.exists() {
-        return Some(format!("{} does not exist", file.strip_prefix(root).unwrap_or(&file).display()));
+        return Some(format!(
+            "{} does not exist",
+            file.strip_prefix(root).unwrap_or(&file).display()
+        ));
     }
     let anchor = anchor.filter(|a| !a.is_empty())?;
     if file.extension().and_then(|e| e.to_str()) != Some("md") {
@@ -477,14 +496,20 @@ fn no_document_cites_a_path_of_one_machine() {
 #[test]
 fn anchors_are_spelled_as_github_spells_them() {
     assert_eq!(slug("5.4 stable-item-type"), "54-stable-item-type");
-    assert_eq!(slug("Full-screen clients (`[tui]`)"), "full-screen-clients-tui");
+    assert_eq!(
+        slug("Full-screen clients (`[tui]`)"),
+        "full-screen-clients-tui"
+    );
     assert_eq!(slug("`subject-kind`"), "subject-kind");
     assert_eq!(slug("See [the table](x.md) here"), "see-the-table-here");
     let text = "# A\n## A\n```\n# not a heading\n```\n<a id=\"here\"></a>\n";
     let found = anchors(text);
     assert_eq!(
         found,
-        ["a", "a-1", "here"].into_iter().map(str::to_owned).collect()
+        ["a", "a-1", "here"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
     );
 }
 
@@ -515,5 +540,10 @@ fn a_generated_section_is_replaced_between_its_markers() {
         Ok("before\n<!-- generated: t (how) -->\nnew\n<!-- end generated: t -->\nafter\n")
     );
     assert!(splice("no markers", "t", "x").is_err());
-    assert_eq!(rule_ranges(&[59, 56, 57, 58, 190, 7, 8]), "R7, R8, R56–R59, R190");
+    assert_eq!(
+        rule_ranges(&[59, 56, 57, 58, 190, 7, 8]),
+        "R7, R8, R56–R59, R190"
+    );
+    assert_eq!(cell("yopo <prompt>\n | x"), "yopo &lt;prompt&gt; \\| x");
+    assert_eq!(cell("  "), "—");
 }
