@@ -15,6 +15,34 @@ use acp_harness::suite;
 /// Scenarios whose turn a committed recording covers, not linked yet, and why.
 const NOT_LINKED: &[(&str, &str)] = &[
     (
+        "codex-acp@1.6/sparse-exec-permission",
+        "it plays the adapter's test data it links (`approval-command-with-rawInput.json`: three options, a reason, no execpolicy amendment), which the recorded request (four options with `accept_execpolicy_amendment`, reason null) is not; `shell-permission` plays the recorded turn",
+    ),
+    (
+        "codex-acp@1.6/sparse-file-change",
+        "it plays the adapter's test data it links (`approval-file-change.json`: the request's `_meta.codex.params.reason` \"Modifying config file\"); the recorded request has reason null (the model gave none); `edit-permission` plays the recorded turn",
+    ),
+    (
+        "codex-acp@1.6/delete-file",
+        "it plays the adapter's test data it links (`file-change-delete-file.json`: an item reported already applied, its tool_call `completed` with one diff); the recorded live patch comes `in_progress` and then completes; `delete-move-file` plays the recorded turn",
+    ),
+    (
+        "codex-acp@0.13/cancel-mid-stream",
+        "it also plays a web search in flight (marked completed after the cancel), which the scripted model cannot start (web search is a tool the model's host runs); the recorded `cancel-running` turn has the command part only (its output as content, no final update, `cancelled`)",
+    ),
+    (
+        "codex-acp@1.6/execute",
+        "it plays the adapter's test data it links (`terminal-full-flow.json`: a `terminal_output_delta` with the output, `formatted_output` \"hello\\n\"); the recorded `execute` turn (`echo hello`) sent no output delta and an empty `formatted_output`",
+    ),
+    (
+        "codex-acp@1.6/session-setup",
+        "it plays the adapter's test data for reasoning deltas and message phases (`reasoning-deltas-and-section-break.json`, `agent-message-phases.json`), which the scripted model does not produce; the recorded `text` turn has neither",
+    ),
+    (
+        "claude-agent-acp@0.85/tool-progress",
+        "it plays the progress updates (`elapsedTimeSeconds`) of the adapter's test recording `tool-progress.jsonl`; the recorded `slow-command` turn (`sleep 5`, allowed by a settings rule) sent none",
+    ),
+    (
         "codex-acp@1.6/cancel-pending-permission",
         "it plays Stop on the sparse command request of the upstream test data it links (`approval-command-allow-once.json`: rawInput null, three options), which the recorded request (rawInput {command, cwd}, four options) is not; `cancel-pending-command` plays the recorded turn and links `cancel`",
     ),
