@@ -18,7 +18,18 @@ use crate::template;
 
 /// Variables every scenario has, whatever its profile (README, "Templating"). `id` is not among
 /// them: it is only valid as the id of a `send` frame.
-pub const BUILTIN_VARS: &[&str] = &["cwd", "outside", "sessionId", "toolCallId"];
+pub const BUILTIN_VARS: &[&str] = &[
+    "cwd",
+    "outside",
+    "cwdFromRoot",
+    "outsideFromRoot",
+    "sessionId",
+    "toolCallId",
+];
+
+/// The built-in variables the harness sets from the case's folders: no profile, `[vars]` or
+/// capture may set them.
+pub const HARNESS_PATH_VARS: &[&str] = &["cwd", "outside", "cwdFromRoot", "outsideFromRoot"];
 
 /// Defaults of the built-in variables a profile may override.
 pub const DEFAULT_SESSION_ID: &str = "sess_1";
@@ -135,7 +146,7 @@ impl Profile {
                     format!("invalid variable name `{name}`"),
                 ));
             }
-            if matches!(name.as_str(), "cwd" | "outside") {
+            if HARNESS_PATH_VARS.contains(&name.as_str()) {
                 return Err(src.err(
                     value.span().start,
                     format!("`{name}` is set by the harness and cannot be given a default"),

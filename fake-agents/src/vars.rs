@@ -1,5 +1,6 @@
-//! The template variables of one run: built-ins (`${cwd}`, `${outside}`, `${sessionId}`,
-//! `${toolCallId}`), the profile's and the scenario's `[vars]`, captures, and `${profile.NAME}`.
+//! The template variables of one run: built-ins (`${cwd}`, `${outside}`, `${cwdFromRoot}`,
+//! `${outsideFromRoot}`, `${sessionId}`, `${toolCallId}`), the profile's and the scenario's
+//! `[vars]`, captures, and `${profile.NAME}`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -20,6 +21,11 @@ pub struct Vars {
     profile: Option<Arc<Profile>>,
 }
 
+/// `path` without its leading `/` (the path relative to the filesystem root).
+fn from_root(path: &Path) -> String {
+    path.to_string_lossy().trim_start_matches('/').to_owned()
+}
+
 impl Vars {
     /// The variables a scenario starts with: built-ins, then the profile's `[vars]`, then the
     /// scenario's (later ones may use earlier ones and override them). `Vars::initial` does the
@@ -37,6 +43,10 @@ impl Vars {
         };
         vars.set("cwd", json!(cwd.to_string_lossy()));
         vars.set("outside", json!(outside.to_string_lossy()));
+        // The same paths relative to the filesystem root (opencode titles a file by its path from
+        // the worktree, which is `/` in a folder that is not a git repository).
+        vars.set("cwdFromRoot", json!(from_root(cwd)));
+        vars.set("outsideFromRoot", json!(from_root(outside)));
         vars.set("sessionId", json!(DEFAULT_SESSION_ID));
         vars.set("toolCallId", json!(DEFAULT_TOOL_CALL_ID));
         let profile_vars = vars.profile.clone();

@@ -55,25 +55,38 @@ const NOT_LINKED: &[(&str, &str)] = &[
         "qwen-code shortens the path in the request title (`Writing to <user-home>/.../<run-name>/outside/summary.md`), which no template of `${outside}` gives",
     ),
     (
+        "opencode@1.18/web-fetch",
+        "it plays a fetch that succeeds (completed, titled `<url> (<content-type>)`); the recorded `web-fetch` case fetches from a host that never resolves, so its fetch fails (`Transport error (GET <url>)`, titled `webfetch`)",
+    ),
+    (
+        "opencode@1.18/update-while-permission-pending",
+        "it plays an in_progress update that reaches the client while the bash request is pending (a race reported for opencode 1.2.15, xenodium/agent-shell#369), which the recorded `shell` turn of 1.18.33 does not show: its in_progress updates come before the request and after the answer",
+    ),
+    (
+        "qwen-code@0.21/write-outside-auto-mode",
+        "qwen-code shortens the path in the request title (`Writing to <user-home>/.../outside/summary.md`: a path longer than 80 characters keeps its first folder and as many last ones as fit), which no template of `${outside}` gives",
+    ),
+    (
+        "qwen-code@0.21/fs-read-outside-asked",
+        "qwen-code shortens the path in the request title (`<user-home>/.../outside/notes/todo.md`: a path longer than 80 characters keeps its first folder and as many last ones as fit), which no template of `${outside}` gives",
+    ),
+    (
+        "qwen-code@0.21/fs-read-missing",
+        "it exists to judge the client's error answer to `fs/read_text_file` for a missing file, and the recorded `read-missing` turn of 0.21.10 sends none: qwen-code checks the file itself and fails the tool call (`File not found: <proj>/src/missing.ts`, rawOutput \"File not found.\")",
+    ),
+    (
+        "qwen-code@0.21/search",
+        "it plays a discarded preparation (a second tool call whose preparing frame ends failed with `preparationDiscarded`), which the recorded `search-definition` turn (grep_search, then glob, one after the other; the model script makes one tool call per answer) does not show",
+    ),
+    (
         "qwen-code@0.21/write-outside",
         "qwen-code shortens the path in the request title (`Writing to <user-home>/.../<run-name>/outside/summary.md`), which no template of `${outside}` gives",
-    ),
-    (
-        "opencode@1.18/edit-permission",
-        "the recorded titles are relative to the filesystem root (`<proj:noslash>/notes.md`: opencode titles a file by its path from the worktree, `/` in a folder that is not a git repository), and no template variable gives `${cwd}` without its leading `/`",
-    ),
-    (
-        "opencode@1.18/external-directory-write",
-        "the recorded titles are relative to the filesystem root (`<outside:noslash>/summary.md`: opencode titles a file by its path from the worktree, `/` in a folder that is not a git repository), and no template variable gives `${outside}` without its leading `/`",
-    ),
-    (
-        "opencode@1.18/read-file",
-        "the recorded titles are relative to the filesystem root (`<proj:noslash>/notes.md`: opencode titles a file by its path from the worktree, `/` in a folder that is not a git repository), and no template variable gives `${cwd}` without its leading `/`",
     ),
 ];
 
 /// The hand-written scenarios of a recorded version that play the turn of a recorded case
-/// (scenarios built from a recording name their case in `provenance`).
+/// (scenarios built from a recording name their case in `provenance`): a scenario id (of every
+/// agent) or a scenario key (`agent@version/id`, of that version only).
 const SAME_TURN: &[(&str, &str)] = &[
     ("edit-permission", "edit"),
     ("execute-permission", "shell"),
@@ -81,6 +94,11 @@ const SAME_TURN: &[(&str, &str)] = &[
     ("write-outside", "write-outside"),
     ("read-file", "read"),
     ("cancel-pending-permission", "cancel"),
+    ("opencode@1.18/update-while-permission-pending", "shell"),
+    ("opencode@1.18/web-fetch", "web-fetch"),
+    ("qwen-code@0.21/fs-read-missing", "read-missing"),
+    ("qwen-code@0.21/fs-read-outside-asked", "read-outside"),
+    ("qwen-code@0.21/search", "search-definition"),
 ];
 
 const DOC: &str = "docs/fidelity-coverage.md";
@@ -199,7 +217,7 @@ fn table() -> Table {
             let case = provenance_case(s).or_else(|| {
                 SAME_TURN
                     .iter()
-                    .find(|(id, _)| *id == s.meta.id)
+                    .find(|(id, _)| *id == s.meta.id || *id == key)
                     .map(|(_, c)| (*c).to_owned())
             });
             match case {

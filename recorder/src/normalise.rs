@@ -13,7 +13,7 @@
 //!   shape and their identity within a recording; opencode's minted ids (`msg_`, `prt_`, `ses_`
 //!   + 12 hex digits + 14 letters or digits) become `msg_000…N` the same way;
 //! * timestamps: ISO-8601 date-times become `1970-01-01T00:00:00.000Z`; numbers under keys that
-//!   name a time (`…At`, `…AtMs`, `…timestamp…`, `…durationMs`, `duration_ms`, `elapsed…`) and `pid`
+//!   name a time (`…At`, `…AtMs`, `…timestamp…`, `…durationMs`, `duration_ms`, `…TimeMs`, `elapsed…`) and `pid`
 //!   become 0, and `PGID: N` in text becomes `PGID: 0`;
 //! * token counts: numbers under keys ending in `tokens` (any case) and a `usage_update`'s
 //!   `used` become 1 when not zero (zero stays zero: "nothing counted" stays visible).
@@ -183,6 +183,7 @@ fn is_time_key(k: &str) -> bool {
         || l.contains("timestamp")
         || l.ends_with("durationms")
         || l.ends_with("duration_ms")
+        || l.ends_with("timems")
         || l.starts_with("elapsed")
         || l == "pid"
 }
@@ -236,7 +237,7 @@ mod tests {
             &json!({"updatedAt": "2026-12-05T21:01:51.123Z", "createdAt": 1796457732,
             "usage": {"inputTokens": 100, "outputTokens": 0, "cachedReadTokens": 7},
             "update": {"sessionUpdate": "usage_update", "used": 3040, "size": 200000},
-            "text": "Process Group PGID: 12345", "durationMs": 17, "count": 5,
+            "text": "Process Group PGID: 12345", "durationMs": 17, "apiTimeMs": 112, "count": 5,
             "startedAtMs": 1796524838982_u64}),
         );
         assert_eq!(
@@ -244,7 +245,7 @@ mod tests {
             json!({"updatedAt": "1970-01-01T00:00:00.000Z", "createdAt": 0,
             "usage": {"inputTokens": 1, "outputTokens": 0, "cachedReadTokens": 1},
             "update": {"sessionUpdate": "usage_update", "used": 1, "size": 200000},
-            "text": "Process Group PGID: 0", "durationMs": 0, "count": 5, "startedAtMs": 0})
+            "text": "Process Group PGID: 0", "durationMs": 0, "apiTimeMs": 0, "count": 5, "startedAtMs": 0})
         );
     }
 

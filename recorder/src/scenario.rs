@@ -10,8 +10,8 @@
 //!
 //! The other stand-ins of the normaliser (`<home>`, `<run>`, `<install>`, `<agents>`,
 //! `<model-url>`, `<proj-dashed>`) have no scenario variable and stay as literal text; opencode's
-//! root-relative titles (`<proj:noslash>`) become `${cwd}`, so they gain a leading `/` (the file
-//! says so in a comment when that happens).
+//! root-relative titles (`<proj:noslash>`, `<outside:noslash>`) become `${cwdFromRoot}` and
+//! `${outsideFromRoot}`.
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -125,7 +125,6 @@ struct Templater {
     session: Regex,
     /// Session numbers above 1 that were used (each gets a `[vars]` entry).
     extra_sessions: BTreeSet<u32>,
-    noslash: bool,
 }
 
 impl Templater {
@@ -133,7 +132,6 @@ impl Templater {
         Templater {
             session: Regex::new(r"<session-(\d+)>").expect("session regex"),
             extra_sessions: BTreeSet::new(),
-            noslash: false,
         }
     }
 
@@ -155,11 +153,9 @@ impl Templater {
                 .into_owned();
             self.extra_sessions.extend(extra);
         }
-        if out.contains("<proj:noslash>") {
-            self.noslash = true;
-            out = out.replace("<proj:noslash>", "${cwd}");
-        }
-        out.replace("<proj>", "${cwd}")
+        out.replace("<proj:noslash>", "${cwdFromRoot}")
+            .replace("<outside:noslash>", "${outsideFromRoot}")
+            .replace("<proj>", "${cwd}")
             .replace("<outside>", "${outside}")
     }
 
@@ -449,10 +445,6 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
          # behaviour) is the real agent's. Timing is not replayed.",
         rec.case
     );
-    if t.noslash {
-        out += "# opencode titled some tool calls with the project path without its leading `/`; a\n\
-                # template cannot drop it, so those titles read `${cwd}/…` here.\n";
-    }
     out.push('\n');
     out += "[scenario]\n";
     let _ = writeln!(out, "id = {}", toml_str(&scenario_id(&rec.case)));

@@ -17,7 +17,8 @@
 //! input = "*** Begin Patch\n…"
 //!
 //! [[step]]
-//! text = "Fixed the typo."
+//! thinking = "The typo is fixed."         # reasoning streamed before the text (Chat Completions
+//! text = "Fixed the typo."                # `reasoning_content`; other APIs refuse it)
 //! ```
 //!
 //! The step is chosen by the number of tool results after the last user message of the request,
@@ -71,6 +72,8 @@ struct StepFile {
     #[serde(default)]
     text: Option<String>,
     #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
     tool: Option<String>,
     #[serde(default)]
     args: Option<toml::Table>,
@@ -97,12 +100,15 @@ pub enum ToolBody {
     Input(String),
 }
 
-/// What the model answers at one step: some text, a tool call, or both (text first).
+/// What the model answers at one step: some text, a tool call, or both (text first), with
+/// optional reasoning before them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     /// Its place in the script (0 = the first step); side answers have 0.
     pub number: usize,
     pub text: Option<String>,
+    /// Reasoning ("thinking") streamed before the text.
+    pub thinking: Option<String>,
     pub tool: Option<ToolCall>,
 }
 
@@ -167,6 +173,10 @@ impl Script {
                 template::check(text, PLACEHOLDERS)
                     .map_err(|e| anyhow::anyhow!("{at}.text: {e}"))?;
             }
+            if let Some(thinking) = &step.thinking {
+                template::check(thinking, PLACEHOLDERS)
+                    .map_err(|e| anyhow::anyhow!("{at}.thinking: {e}"))?;
+            }
             if let Some(tool) = &tool {
                 let mut texts = Vec::new();
                 match &tool.body {
@@ -185,6 +195,7 @@ impl Script {
             steps.push(Step {
                 number: n,
                 text: step.text,
+                thinking: step.thinking,
                 tool,
             });
         }
@@ -201,7 +212,7 @@ impl Script {
     pub fn filled(&self, vars: &Vars) -> Result<Script> {
         let mut out = self.clone();
         for (n, step) in out.steps.iter_mut().enumerate() {
-            if let Some(text) = &mut step.text {
+            for text in [&mut step.text, &mut step.thinking].into_iter().flatten() {
                 *text =
                     template::fill(text, vars).map_err(|e| anyhow::anyhow!("step[{n}]: {e}"))?;
             }
@@ -230,7 +241,7 @@ mod tests {
     fn parses_steps() {
         let s = Script::parse(
             "[[step]]\ntool = \"read\"\nargs = { filePath = \"{proj}/a\" }\n\
-             [[step]]\ntool = \"apply_patch\"\ninput = \"x\"\n[[step]]\ntext = \"done\"\n",
+             [[step]]\ntool = \"apply_patch\"\ninput = \"x\"\n[[step]]\nthinking = \"{proj}?\"\ntext = \"done\"\n",
             "t",
         )
         .unwrap();
@@ -238,6 +249,8 @@ mod tests {
         assert_eq!(s.usage, Usage::default());
         let vars: Vars = [("proj".to_string(), "/p".to_string())].into();
         let f = s.filled(&vars).unwrap();
+        assert_eq!(f.steps[2].thinking.as_deref(), Some("/p?"));
+        assert_eq!(f.steps[0].thinking, None);
         assert_eq!(
             f.steps[0].tool.as_ref().unwrap().body,
             ToolBody::Args(serde_json::json!({"filePath": "/p/a"}))
@@ -261,6 +274,8 @@ mod tests {
         assert!(format!("{e:#}").contains("without `tool`"), "{e:#}");
         let e = Script::parse("description = \"x\"\n", "t").unwrap_err();
         assert!(format!("{e:#}").contains("no [[step]]"), "{e:#}");
+        let e = Script::parse("[[step]]\nthinking = \"{nope}\"\ntext = \"x\"\n", "t").unwrap_err();
+        assert!(format!("{e:#}").contains("step[0].thinking"), "{e:#}");
         let e = Script::parse("[[step]]\n", "t").unwrap_err();
         assert!(format!("{e:#}").contains("empty answer"), "{e:#}");
     }

@@ -326,6 +326,7 @@ fn answer(shared: &Shared, req: &mut ModelRequest, uri: &Uri, body: &Bytes) -> R
         Step {
             number: 0,
             text: Some(shared.script.side_text.clone()),
+            thinking: None,
             tool: None,
         }
     } else {
@@ -350,6 +351,12 @@ fn answer(shared: &Shared, req: &mut ModelRequest, uri: &Uri, body: &Bytes) -> R
         req.answer = format!(
             "error: step {results} calls `{}` with freeform `input`, which only the OpenAI Responses API has",
             tool.name
+        );
+        return error(StatusCode::BAD_REQUEST, &req.answer);
+    }
+    if step.thinking.is_some() && api != Api::OpenaiChat {
+        req.answer = format!(
+            "error: step {results} has `thinking`, which the recorder streams for the Chat Completions API only"
         );
         return error(StatusCode::BAD_REQUEST, &req.answer);
     }
@@ -503,6 +510,7 @@ fn sse(events: Vec<(Option<String>, String)>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::script::Usage;
     use serde_json::json;
 
     #[test]
@@ -522,5 +530,29 @@ mod tests {
             {"role":"user","content":[{"type":"tool_result"}]}]});
         assert_eq!(tool_results(Api::AnthropicMessages, &anthropic), 1);
         assert_eq!(tool_results(Api::OpenaiChat, &json!({})), 0);
+    }
+
+    #[test]
+    fn thinking_streams_as_reasoning_content_before_the_text() {
+        let step = Step {
+            number: 0,
+            text: Some("It is a CLI.".into()),
+            thinking: Some("The README says.".into()),
+            tool: None,
+        };
+        let deltas: Vec<Value> = chat_stream(&step, "m", 1, Usage::default(), false)
+            .into_iter()
+            .filter_map(|(_, data)| serde_json::from_str::<Value>(&data).ok())
+            .map(|v| v["choices"][0]["delta"].clone())
+            .collect();
+        let at = |key: &str, value: &str| deltas.iter().position(|d| d[key] == value);
+        let thinking = at("reasoning_content", "The README says.").expect("the reasoning");
+        let text = at("content", "It is a CLI.").expect("the text");
+        assert!(thinking < text, "{deltas:?}");
+        let whole = chat_message(&step, "m", 1, Usage::default());
+        assert_eq!(
+            whole["choices"][0]["message"]["reasoning_content"],
+            "The README says."
+        );
     }
 }

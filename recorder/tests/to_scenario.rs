@@ -116,6 +116,23 @@ fn edit_recording_replays_its_requests_and_the_users_choice() {
 }
 
 #[test]
+fn root_relative_titles_become_the_from_root_templates() {
+    // opencode titles a file by its path from the worktree, `/` in a folder that is no git
+    // repository: the recorder wrote `<proj:noslash>` / `<outside:noslash>`.
+    let (text, _) = generate_and_load(&recordings().join("opencode/1.18.33/read.jsonl"));
+    assert!(
+        text.contains(r#""title":"${cwdFromRoot}/notes.md""#),
+        "{text}"
+    );
+    let (text, _) = generate_and_load(&recordings().join("opencode/1.18.33/write-outside.jsonl"));
+    assert!(
+        text.contains(r#""title":"${outsideFromRoot}/summary.md""#),
+        "{text}"
+    );
+    assert!(!text.contains(":noslash>"));
+}
+
+#[test]
 fn cancel_recording_presses_stop_on_the_pending_request() {
     let rec = recordings().join("claude-agent-acp/0.101.0/cancel.jsonl");
     let (_, s) = generate_and_load(&rec);

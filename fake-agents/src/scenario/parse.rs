@@ -156,7 +156,7 @@ pub fn parse(file: &str, text: &str, profiles: &Profiles) -> Result<Scenario, Sc
                 format!("invalid variable name `{name}` (letters, digits, `_`, `-`)"),
             ));
         }
-        if matches!(name.as_str(), "cwd" | "outside" | "id") {
+        if name == "id" || crate::profile::HARNESS_PATH_VARS.contains(&name.as_str()) {
             return Err(src.err(
                 value.span().start,
                 format!("`{name}` is set by the harness and cannot be redefined in [vars]"),

@@ -41,6 +41,9 @@ fn chat_usage(u: Usage) -> Value {
 /// A whole Chat Completions answer.
 pub fn chat_message(step: &Step, model: &str, n: u64, usage: Usage) -> Value {
     let mut message = json!({"role": "assistant", "content": step.text});
+    if let Some(thinking) = &step.thinking {
+        message["reasoning_content"] = json!(thinking);
+    }
     if let Some(tool) = &step.tool {
         message["tool_calls"] = json!([{"id": call_id(step, Api::OpenaiChat, n), "type": "function",
             "function": {"name": tool.name, "arguments": args_text(&tool.body)}}]);
@@ -69,6 +72,12 @@ pub fn chat_stream(
         None,
         chunk(json!({"role": "assistant", "content": ""}), Value::Null),
     )];
+    if let Some(thinking) = &step.thinking {
+        out.push((
+            None,
+            chunk(json!({"reasoning_content": thinking}), Value::Null),
+        ));
+    }
     if let Some(text) = &step.text {
         out.push((None, chunk(json!({"content": text}), Value::Null)));
     }

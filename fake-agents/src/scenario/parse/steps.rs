@@ -364,7 +364,7 @@ impl Ctx<'_> {
                     format!("invalid variable name `{name}` (letters, digits, `_`, `-`)"),
                 ));
             }
-            if matches!(name.as_str(), "cwd" | "outside" | "id") {
+            if name == "id" || crate::profile::HARNESS_PATH_VARS.contains(&name.as_str()) {
                 return Err(self.err(
                     pointer.span().start,
                     format!("`{name}` is set by the harness and cannot be captured"),
