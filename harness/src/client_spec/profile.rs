@@ -743,7 +743,11 @@ install = {{ npm = "cli@1.0.0", bin = "node_modules/.bin/cli" }}
         let file = read(&path).unwrap();
         let cache = dir.path().join("cache");
         let resolve = || resolve_program_in(&file, &path, Some(&cache)).unwrap();
-        assert_eq!(resolve().as_deref(), Some("cli"), "not installed: from PATH");
+        assert_eq!(
+            resolve().as_deref(),
+            Some("cli"),
+            "not installed: from PATH"
+        );
         let installed = cache.join("cli@1.0.0/node_modules/.bin/cli");
         std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
         std::fs::write(&installed, "#!/bin/sh\n").unwrap();
