@@ -244,6 +244,25 @@ fn invalid_json_points_into_the_frame() {
 }
 
 #[test]
+fn the_case_folders_from_the_root_are_built_in_and_not_settable() {
+    let s = ok("[[step]]\nuser = \"prompt\"\ntext = '${cwdFromRoot} ${outsideFromRoot}'\n");
+    let filled = s
+        .fill_text(
+            "${cwdFromRoot}|${outsideFromRoot}|${cwd}",
+            std::path::Path::new("/tmp/r/proj"),
+            std::path::Path::new("/tmp/r/outside"),
+        )
+        .unwrap();
+    assert_eq!(filled, "tmp/r/proj|tmp/r/outside|/tmp/r/proj");
+    err_at(
+        "[vars]\ncwdFromRoot = \"x\"\n[[step]]\ndelay_ms = 1\n",
+        "\"x\"",
+        0,
+        "set by the harness",
+    );
+}
+
+#[test]
 fn unknown_template_variables_are_parse_errors() {
     err_at(
         "[[step]]\nsend = '''{\"jsonrpc\":\"2.0\",\"method\":\"m\",\n\"params\":{\"a\":\"${cwd}/${nope}\"}}'''\n",
