@@ -119,6 +119,16 @@ impl Run {
         (out, self.client, self.rec)
     }
 
+    /// The client goes away (its end of the connection closes); the run's outcome.
+    async fn client_leaves(self) -> (Outcome, Recorder) {
+        drop(self.client);
+        let out = tokio::time::timeout(TEST_WAIT, self.engine)
+            .await
+            .expect("engine finished")
+            .unwrap();
+        (out, self.rec)
+    }
+
     async fn action(&mut self) -> UserAction {
         tokio::time::timeout(TEST_WAIT, self.actions.recv())
             .await
@@ -1369,17 +1379,7 @@ async fn a_client_that_leaves_after_its_answered_turn_completes_the_run() {
         .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
         .await;
     assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
-    let Run {
-        client,
-        engine,
-        rec,
-        ..
-    } = run;
-    drop(client);
-    let out = tokio::time::timeout(TEST_WAIT, engine)
-        .await
-        .unwrap()
-        .unwrap();
+    let (out, rec) = run.client_leaves().await;
     assert_eq!(out.end, RunEnd::Completed);
     // The grading still learns that the last frame never reached the client.
     assert_eq!(notes(&rec, "connection_closed").len(), 1);
@@ -1428,17 +1428,7 @@ async fn a_client_that_leaves_after_a_turn_answered_in_an_ending_case_completes_
         ))
         .await;
     assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
-    let Run {
-        client,
-        engine,
-        rec,
-        ..
-    } = run;
-    drop(client);
-    let out = tokio::time::timeout(TEST_WAIT, engine)
-        .await
-        .unwrap()
-        .unwrap();
+    let (out, rec) = run.client_leaves().await;
     assert_eq!(out.end, RunEnd::Completed);
     assert_eq!(notes(&rec, "connection_closed").len(), 1);
 }
@@ -1455,12 +1445,7 @@ async fn a_client_that_leaves_with_a_prompt_unanswered_is_incomplete() {
     run.client
         .send(r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
         .await;
-    let Run { client, engine, .. } = run;
-    drop(client);
-    let out = tokio::time::timeout(TEST_WAIT, engine)
-        .await
-        .unwrap()
-        .unwrap();
+    let (out, _) = run.client_leaves().await;
     match &out.end {
         RunEnd::Incomplete { step, reason } => {
             assert_eq!(*step, 4);
