@@ -13,8 +13,7 @@ mod real_client;
 
 use std::path::PathBuf;
 
-use acp_harness::baseline::Baseline;
-use acp_harness::runner::{self, RunConfig};
+use acp_harness::runner::RunConfig;
 use acp_harness::suite;
 use acp_judge::checks::Grade;
 
@@ -52,34 +51,7 @@ fn paw_is_graded_through_its_screen_with_its_baseline() {
         .iter()
         .map(|id| suite::find_case(&cfg.scenarios_dir, id).expect("case exists"))
         .collect();
-    let mut results =
-        real_client::runtime().block_on(runner::run_cases(cases, &spec, &cfg, |_| {}));
-    assert_eq!(results.len(), CASES.len(), "every case ran");
-    Baseline::load(&profile("baseline.toml"))
-        .expect("baseline")
-        .apply(&mut results);
-    let failing: Vec<String> = results
-        .iter()
-        .flat_map(|r| {
-            r.trials
-                .iter()
-                .filter(|t| t.grade.is_failing(false))
-                .map(move |t| {
-                    format!(
-                        "{}::{} [{}]\n{}",
-                        r.record.meta.case_id,
-                        t.check,
-                        t.grade.as_str(),
-                        t.message
-                    )
-                })
-        })
-        .collect();
-    assert!(
-        failing.is_empty(),
-        "paw beyond its baseline:\n\n{}",
-        failing.join("\n\n")
-    );
+    let results = real_client::assert_cases_green(&spec, &profile("baseline.toml"), cases, &cfg);
     // What the profile read: cards from their box, every option of an `each` run reached.
     for r in &results {
         let id = &r.record.meta.case_id;

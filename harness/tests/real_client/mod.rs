@@ -163,10 +163,21 @@ pub fn assert_suite_green(
         ..config()
     };
     let cases = suite::load_cases(&cfg.scenarios_dir).expect("scenarios");
+    assert_cases_green(spec, baseline_file, cases, &cfg)
+}
+
+/// Runs `cases` with `baseline_file` applied and asserts that no trial still fails; returns the
+/// results.
+pub fn assert_cases_green(
+    spec: &ClientSpec,
+    baseline_file: &Path,
+    cases: Vec<acp_fake_agents::scenario::Case>,
+    cfg: &RunConfig,
+) -> Vec<CaseResult> {
     let ids: Vec<String> = cases.iter().map(|c| c.id.clone()).collect();
     let baseline = Baseline::load(baseline_file).expect("baseline");
     baseline.validate_cases(&ids).expect("baseline ids exist");
-    let mut results = runtime().block_on(runner::run_cases(cases, spec, &cfg, |_| {}));
+    let mut results = runtime().block_on(runner::run_cases(cases, spec, cfg, |_| {}));
     assert_eq!(results.len(), ids.len(), "every case ran");
     baseline.apply(&mut results);
     let failing: Vec<String> = results
