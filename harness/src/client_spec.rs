@@ -11,6 +11,7 @@ mod files;
 pub mod install;
 pub mod observer;
 mod profile;
+mod program;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -147,14 +148,14 @@ impl ClientSpec {
         let file = profile::read(path)?;
         let program = match program {
             Some(p) => Some(p),
-            None => profile::resolve_program(&file, path)?,
+            None => program::resolve_program(&file, path)?,
         };
         let fill = |argv: &[String]| -> Vec<String> {
             argv.iter()
                 .enumerate()
                 .map(|(i, a)| {
                     let a = if i == 0 {
-                        profile::relative_to(a, path)
+                        program::relative_to(a, path)
                     } else {
                         a.clone()
                     };
@@ -788,11 +789,11 @@ state = "completed"
             ("clients/x/x.toml", "clients/x/./observer.py"),
             ("x.toml", "./observer.py"),
         ] {
-            let resolved = profile::relative_to("./observer.py", Path::new(profile));
+            let resolved = program::relative_to("./observer.py", Path::new(profile));
             assert!(Path::new(&resolved).is_absolute(), "{resolved}");
             assert!(resolved.ends_with(ends), "{resolved}");
         }
-        assert_eq!(profile::relative_to("acpx", Path::new("x.toml")), "acpx");
+        assert_eq!(program::relative_to("acpx", Path::new("x.toml")), "acpx");
     }
 
     #[test]
