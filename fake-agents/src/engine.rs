@@ -19,12 +19,13 @@
 //! Modules: `conn` the agent connection (accepted lazily, an [`AgentLink`]; waits and
 //! writes) · `steps` the wire steps · `owned` the steps of a run that frees them as it goes ·
 //! `user` the background user-action queue · `unmatched` client requests no step takes,
-//! answered as the real agent answers them · `tail` a client that leaves after its turn.
+//! answered as the real agent answers them · `departure` a client that closes the connection
+//! while the agent is writing.
 
 mod conn;
+mod departure;
 mod owned;
 mod steps;
-mod tail;
 mod unmatched;
 mod user;
 
@@ -228,8 +229,7 @@ pub async fn run<C: Connector, U: UserDriver>(
     rec: &Recorder,
 ) -> Outcome {
     let expects = Expects::of(&case.scenario.steps);
-    let tail = tail::send_only_tail_from(&case.scenario.steps);
-    play(case, None, (expects, tail), cfg, connector, user, rec).await
+    play(case, None, expects, cfg, connector, user, rec).await
 }
 
 /// [`run`], freeing each top-level step once it is played, when `case` holds the only reference
@@ -247,18 +247,17 @@ pub async fn run_freeing_steps<C: Connector, U: UserDriver>(
     rec: &Recorder,
 ) -> Outcome {
     let expects = Expects::of(&case.scenario.steps);
-    let tail = tail::send_only_tail_from(&case.scenario.steps);
     let owned = Arc::get_mut(&mut case.scenario)
         .map(|scenario| OwnedSteps::new(std::mem::take(&mut scenario.steps)));
-    play(case, owned, (expects, tail), cfg, connector, user, rec).await
+    play(case, owned, expects, cfg, connector, user, rec).await
 }
 
 /// Plays `case`: its own steps, or `owned` (taken out of it) when given; `expects` are the
-/// `expect` steps of all of them, `tail` where their send-only tail starts.
+/// `expect` steps of all of them.
 async fn play<C: Connector, U: UserDriver>(
     case: &Case,
     owned: Option<OwnedSteps>,
-    (expects, tail): (Expects, Option<usize>),
+    expects: Expects,
     cfg: &EngineConfig,
     connector: &mut C,
     user: &mut U,
@@ -285,8 +284,7 @@ async fn play<C: Connector, U: UserDriver>(
         more_sends: false,
         agent_killed: false,
         expects,
-        send_only_tail: tail,
-        in_ending_tail: false,
+        departed: None,
         at_top: 0,
     };
     let result = {
@@ -301,8 +299,8 @@ async fn play<C: Connector, U: UserDriver>(
     let end = match result {
         Ok(()) => RunEnd::Completed,
         Err(Stop::Incomplete { step, reason }) => RunEnd::Incomplete { step, reason },
-        // `run_all` turns them into a normal end; kept total for the match.
-        Err(Stop::Ended | Stop::ClientLeft) => RunEnd::Completed,
+        // `run_all` turns it into a normal end; kept total for the match.
+        Err(Stop::Ended) => RunEnd::Completed,
         Err(Stop::NotApplicable(reason)) => RunEnd::NotApplicable { reason },
         Err(Stop::Harness(reason)) => RunEnd::HarnessError { reason },
     };
@@ -325,9 +323,6 @@ enum Stop {
     /// An `on_timeout` branch ran: the scenario ends there, complete (the steps after the
     /// `expect` assume its message arrived).
     Ended,
-    /// The client closed the connection after its last prompt was answered, while the scenario
-    /// only had notifications left to write (see `tail`): the run is complete.
-    ClientLeft,
     Incomplete {
         step: usize,
         reason: String,
@@ -375,11 +370,9 @@ struct Engine<'a, C> {
     agent_killed: bool,
     /// What every `expect` step of the scenario takes (see `unmatched`).
     expects: Expects,
-    /// The first top-level step of the scenario's send-only tail (see `tail`).
-    send_only_tail: Option<usize>,
-    /// The step being played is in the send-only tail of a nested list that ends the scenario
-    /// (an `on` case with `end = true`, an `on_timeout`; see `tail`).
-    in_ending_tail: bool,
+    /// Where the client closed the agent connection while the agent was writing to it: the
+    /// agent's later writes on that connection are recorded, not written (see `departure`).
+    departed: Option<departure::Departure>,
     /// The top-level step being played (1-based).
     at_top: usize,
 }
@@ -399,30 +392,24 @@ impl<'a, C: Connector> Engine<'a, C> {
             Some(steps) => self.run_owned_steps(steps).await,
             None => {
                 let steps: &'a [Step] = &self.case.scenario.steps;
-                self.run_steps(steps, false).await
+                self.run_steps(steps).await
             }
         };
         match played {
-            Ok(()) | Err(Stop::Ended | Stop::ClientLeft) => self.wait_user_idle().await,
+            Ok(()) | Err(Stop::Ended) => self.wait_user_idle().await,
             Err(other) => Err(other),
         }
     }
 
-    /// Boxed because `await` cases run nested steps (recursion). `ends_scenario`: nothing is
-    /// played after this list (its send-only tail is the scenario's; the top-level list has its
-    /// own, `send_only_tail`).
+    /// Boxed because `await` cases run nested steps (recursion).
     fn run_steps<'s>(
         &'s mut self,
         steps: &'s [Step],
-        ends_scenario: bool,
     ) -> Pin<Box<dyn Future<Output = StepResult> + Send + 's>> {
         Box::pin(async move {
-            let tail_from = tail::send_only_tail_from(steps).filter(|_| ends_scenario);
             for (i, step) in steps.iter().enumerate() {
-                self.in_ending_tail = tail_from.is_some_and(|from| i + 1 >= from);
                 self.play_step(step, steps.get(i + 1)).await?;
             }
-            self.in_ending_tail = false;
             Ok(())
         })
     }
@@ -445,16 +432,6 @@ impl<'a, C: Connector> Engine<'a, C> {
             self.flush_outbox().await;
         }
         result
-    }
-
-    /// True if the client is done with the scenario: `step` is in its send-only tail (the
-    /// top-level one, or that of a nested list after which the scenario ends) and every prompt
-    /// the client sent has its answer.
-    fn left_after_its_turn(&self, step: &Step) -> bool {
-        let in_tail =
-            self.in_ending_tail || self.send_only_tail.is_some_and(|from| step.top >= from);
-        let conn = self.conn.as_ref().map(|link| link.id);
-        in_tail && conn.is_some_and(|conn| tail::every_prompt_answered(self.rec, conn))
     }
 
     fn step_ref(&self, step: &Step) -> String {
@@ -503,23 +480,35 @@ impl<'a, C: Connector> Engine<'a, C> {
         self.incomplete(step, reason)
     }
 
+    /// The client closed the agent connection while `step` was `what` (waiting for a message):
+    /// the scenario still needed it, so the run is incomplete. Where the connection closed
+    /// earlier, under the agent's writes, the reason says so.
     fn closed(&self, step: &Step, what: &str) -> Stop {
-        // Noted so that the grading can tell a run the client abandoned from one that timed out,
-        // and which frames never reached the client.
-        self.rec.note(&Note::ConnectionClosed {
-            step: step.label.clone(),
-        });
-        if self.left_after_its_turn(step) {
-            return Stop::ClientLeft;
-        }
-        self.incomplete(
-            step,
-            format!(
-                "client closed the agent connection at step {} ({}:{}) while {what}",
-                step.label,
-                self.case.scenario.file_name(),
-                step.line
+        let here = self.where_step(step);
+        let reason = match self.departure_here() {
+            Some(departed) => format!(
+                "client closed the agent connection at {} while the agent was writing to it ({}), and {here} was {what}",
+                departed.at, departed.error
             ),
+            None => {
+                // Noted so that the grading can tell a run the client abandoned from one that
+                // timed out.
+                self.rec.note(&Note::ConnectionClosed {
+                    step: step.label.clone(),
+                });
+                format!("client closed the agent connection at {here} while {what}")
+            }
+        };
+        self.incomplete(step, reason)
+    }
+
+    /// "step 13 (read-file.toml:72)".
+    fn where_step(&self, step: &Step) -> String {
+        format!(
+            "step {} ({}:{})",
+            step.label,
+            self.case.scenario.file_name(),
+            step.line
         )
     }
 }

@@ -255,6 +255,13 @@ impl Baseline {
         self.entry_for(case_id, check).is_some()
     }
 
+    /// True if an `intermittent = true` entry names this trial: its grade may differ from run
+    /// to run (`acp-harness diff --same-grades --intermittent`).
+    pub fn intermittent(&self, case_id: &str, check: &str) -> bool {
+        self.entry_for(case_id, check)
+            .is_some_and(|(_, entry, _)| entry.intermittent)
+    }
+
     /// Applies the baseline to a whole run.
     pub fn apply(&self, results: &mut [CaseResult]) {
         let failed = self.failed_entries(case_trials(results));

@@ -204,6 +204,11 @@ struct DiffArgs {
     /// corpus, e.g. idle against a loaded machine (ci/load-proof).
     #[arg(long)]
     same_grades: bool,
+    /// A client's baseline: with --same-grades, a trial that one of its `intermittent = true`
+    /// entries names may change grade (the entry documents a race in the client itself, whose
+    /// bug shows in some runs only). Such trials are still listed.
+    #[arg(long, value_name = "BASELINE", requires = "same_grades")]
+    intermittent: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -694,12 +699,36 @@ fn diff(args: DiffArgs) -> Result<ExitCode> {
         std::fs::write(path, html).with_context(|| format!("cannot write {}", path.display()))?;
         acp_harness::outln!("html: {}", path.display());
     }
-    let grades_moved = !(d.new_failures.is_empty()
-        && d.fixed.is_empty()
-        && d.regraded.is_empty()
-        && d.changed.iter().all(|c| c.old_grade == c.new_grade));
+    let intermittent = match &args.intermittent {
+        Some(path) => Some(acp_harness::baseline::Baseline::load(path)?),
+        None => None,
+    };
+    // Trials whose grade moved, but that an intermittent entry names: listed, not counted.
+    let excused = |change: &acp_reports::diff::TrialChange| {
+        intermittent.as_ref().is_some_and(|b| {
+            change
+                .trial
+                .rsplit_once("::")
+                .is_some_and(|(case, check)| b.intermittent(case, check))
+        })
+    };
+    let moved: Vec<&acp_reports::diff::TrialChange> = d
+        .new_failures
+        .iter()
+        .chain(&d.fixed)
+        .chain(&d.regraded)
+        .chain(d.changed.iter().filter(|c| c.old_grade != c.new_grade))
+        .collect();
+    for change in moved.iter().filter(|c| excused(c)) {
+        acp_harness::outln!(
+            "note: {} moved, as an intermittent entry of the baseline allows",
+            change.trial
+        );
+    }
+    let grades_moved = moved.iter().any(|c| !excused(c));
+    let new_failures = d.new_failures.iter().filter(|c| !excused(c)).count();
     Ok(
-        if d.new_failures.is_empty() && !(args.same_grades && grades_moved) {
+        if new_failures == 0 && !(args.same_grades && grades_moved) {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)

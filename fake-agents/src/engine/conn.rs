@@ -118,7 +118,8 @@ impl<'a, C: Connector> Engine<'a, C> {
     }
 
     /// Records one `send` frame and queues it in the outbox instead of writing it, unless the
-    /// outbox is full: then it goes out with the batch.
+    /// outbox is full: then it goes out with the batch. After the client's departure it is
+    /// only recorded.
     pub(super) async fn queue(
         &mut self,
         step: &Step,
@@ -133,6 +134,9 @@ impl<'a, C: Connector> Engine<'a, C> {
         let fault = self.faulting;
         let conn = self.connection(step, &deadline).await?;
         conn.record_sent(rec, &[frame], fault);
+        if self.departure_here().is_some() {
+            return Ok(());
+        }
         self.outbox.extend_from_slice(frame);
         self.outbox.push(b'\n');
         Ok(())
@@ -150,7 +154,8 @@ impl<'a, C: Connector> Engine<'a, C> {
 
     /// Records `frames` (what the client will read), then writes `parts` as described for
     /// [`Self::write_parts`], all within `timeout`. Frames still in the outbox go first, in the
-    /// same write as the first part.
+    /// same write as the first part. A write that fails because the client closed the
+    /// connection is its departure (see `departure`): the run goes on without writing.
     pub(super) async fn write_recorded(
         &mut self,
         step: &Step,
@@ -163,8 +168,13 @@ impl<'a, C: Connector> Engine<'a, C> {
         let progress = self.progress.clone();
         let fault = self.faulting;
         let mut first = std::mem::take(&mut self.outbox);
-        let conn = self.connection(step, &deadline).await?;
-        conn.record_sent(rec, frames, fault);
+        self.connection(step, &deadline)
+            .await?
+            .record_sent(rec, frames, fault);
+        if self.departure_here().is_some() {
+            return Ok(());
+        }
+        let conn = self.conn.as_mut().expect("connected above");
         let parts: Vec<&[u8]> = match parts.split_first() {
             Some((head, rest)) if !first.is_empty() => {
                 first.extend_from_slice(head);
@@ -177,7 +187,10 @@ impl<'a, C: Connector> Engine<'a, C> {
         let written = guard(progress, deadline.run(conn.write_parts(&parts))).await?;
         match written {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(self.closed(step, &format!("the agent was writing to it ({e})"))),
+            Ok(Err(e)) => {
+                self.depart(step, &e);
+                Ok(())
+            }
             Err(_) => {
                 Err(self.timed_out(step, "client did not read the agent's output", &deadline))
             }

@@ -27,7 +27,7 @@ impl<'a, C: Connector> Engine<'a, C> {
                 match (&e.on_timeout, arrived) {
                     // The steps after the expect assume the message came: the scenario ends.
                     (Some(steps), false) => {
-                        self.run_steps(steps, true).await?;
+                        self.run_steps(steps).await?;
                         Err(Stop::Ended)
                     }
                     _ => Ok(()),
@@ -73,6 +73,8 @@ impl<'a, C: Connector> Engine<'a, C> {
                 self.await_answer(step, alias, bind, cases, *go_on, timeout)
                     .await
             }
+            // A pause for a client that is gone would only hold up the verdict.
+            StepKind::Delay(_) if self.departure_here().is_some() => Ok(()),
             StepKind::Delay(d) => {
                 tokio::time::sleep(*d).await;
                 Ok(())
@@ -341,7 +343,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         self.bind(step, alias, &msg, bind)?;
         match chosen {
             Some(k) => {
-                self.run_steps(&cases[k].then, cases[k].end).await?;
+                self.run_steps(&cases[k].then).await?;
                 if cases[k].end {
                     return Err(Stop::Ended);
                 }

@@ -1433,27 +1433,119 @@ async fn a_client_that_leaves_after_a_turn_answered_in_an_ending_case_completes_
     assert_eq!(notes(&rec, "connection_closed").len(), 1);
 }
 
-/// The same departure with a prompt still unanswered is an abandoned run.
+/// A turn the client leaves before its answer (yopo dies on an update it cannot parse): updates,
+/// then the prompt's answer, after a pause in which the client is gone.
+const TURN_AFTER_A_PAUSE: &str = r#"
+[[step]]
+handshake = true
+
+[[step]]
+expect = "session/prompt"
+as = "prompt"
+
+[[step]]
+delay_ms = 100
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"ses_test","update":{"sessionUpdate":"usage_update","used":1,"size":9}}}'
+
+[[step]]
+send = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"ses_test","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}'
+
+[[step]]
+reply_to = "prompt"
+result = '{"stopReason":"end_turn"}'
+"#;
+
+/// The methods and results of the frames recorded as sent to the client, in order.
+fn sent_frames(rec: &Recorder) -> Vec<String> {
+    rec.snapshot()
+        .iter()
+        .filter(|e| e.direction == Direction::AgentToClient)
+        .filter_map(|e| {
+            let json = e.json()?;
+            Some(match json.get("method") {
+                Some(m) => m.as_str()?.to_owned(),
+                None => json["result"].to_string(),
+            })
+        })
+        .collect()
+}
+
+/// Whether the client's exit beats the agent's writes is the machine's doing: either way the
+/// agent's turn is played to its end (recorded, written or not), so the run ends the same.
 #[tokio::test]
-async fn a_client_that_leaves_with_a_prompt_unanswered_is_incomplete() {
-    let mut run = start(ANSWER_THEN_NOTIFY, Opts::default());
+async fn a_client_that_leaves_mid_turn_ends_the_run_as_if_it_had_read_every_frame() {
+    let mut run = start(TURN_AFTER_A_PAUSE, Opts::default());
     run.handshake().await;
     run.client
         .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
         .await;
-    assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
+    let (left, left_rec) = run.client_leaves().await;
+
+    let mut run = start(TURN_AFTER_A_PAUSE, Opts::default());
+    run.handshake().await;
     run.client
-        .send(r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
         .await;
-    let (out, _) = run.client_leaves().await;
+    for _ in 0..3 {
+        run.client.recv().await;
+    }
+    let (read, _, read_rec) = run.outcome().await;
+
+    assert_eq!(left.end, RunEnd::Completed);
+    assert_eq!(read.end, RunEnd::Completed);
+    assert_eq!(sent_frames(&left_rec), sent_frames(&read_rec));
+    assert_eq!(
+        sent_frames(&left_rec)[2..],
+        [
+            "session/update",
+            "session/update",
+            r#"{"stopReason":"end_turn"}"#
+        ]
+    );
+    // The grading still learns where the frames stopped reaching the client.
+    let closed = notes(&left_rec, "connection_closed");
+    assert_eq!(closed.len(), 1);
+    assert!(notes(&read_rec, "connection_closed").is_empty());
+}
+
+/// Gone before a step that needs it (the answer to a permission request), the client has
+/// abandoned the run: incomplete at that step, saying where the connection closed.
+#[tokio::test]
+async fn a_client_that_leaves_before_a_step_that_needs_it_is_incomplete() {
+    let body = TURN_AFTER_A_PAUSE.replace(
+        "[[step]]\nreply_to",
+        r#"[[step]]
+send = '{"jsonrpc":"2.0","id":"${id}","method":"session/request_permission","params":{"sessionId":"ses_test","toolCall":{"toolCallId":"t"},"options":[{"optionId":"y","name":"Yes","kind":"allow_once"}]}}'
+as = "perm"
+
+[[step]]
+await = "perm"
+
+[[step]]
+reply_to"#,
+    );
+    let mut run = start(&body, Opts::default());
+    run.handshake().await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
+        .await;
+    let (out, rec) = run.client_leaves().await;
     match &out.end {
         RunEnd::Incomplete { step, reason } => {
-            assert_eq!(*step, 4);
+            assert_eq!(*step, 7, "{reason}");
             assert!(
-                reason.contains("client closed the agent connection"),
+                reason.starts_with("client closed the agent connection at step 6 (t.toml:"),
                 "{reason}"
             );
+            assert!(
+                reason.contains("while the agent was writing to it"),
+                "{reason}"
+            );
+            assert!(reason.contains("step 7 (t.toml:"), "{reason}");
         }
-        other => panic!("expected an abandoned run at step 4, got {other:?}"),
+        other => panic!("expected an abandoned run at step 7, got {other:?}"),
     }
+    assert_eq!(notes(&rec, "connection_closed").len(), 1);
 }

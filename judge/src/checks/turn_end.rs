@@ -41,8 +41,13 @@
 //!   `shutdown` command came too late, and none at all is `fail` on a completed run. On a run that
 //!   did not finish, a missing end proves nothing (the run's end is the verdict).
 //! * A `session/prompt` answered with an error, or with a stop reason ACP v1 does not define, is
-//!   not judged here; nor is one answered after the client had closed the agent connection
-//!   (engine note `connection_closed`): the client never received that answer.
+//!   not judged here. One answered after the client had closed the agent connection (engine
+//!   note `connection_closed`) is judged like any other: whether the client's exit beat the
+//!   agent's writes is the machine's race (the frames may sit unread in a pipe instead), and a
+//!   verdict must not depend on it.
+//! * A turn the user stopped may be shown `cancelled` whatever the agent answered: the user asked
+//!   for it, and an agent that finishes the turn anyway (codex-acp 0.13 ends it `end_turn` after
+//!   a late permission request) does not make the client's Stop wrong.
 //! * Needs the control plane, or a client profile's observer that reports `turn`.
 
 use super::{Check, Finding, Problems};
@@ -102,14 +107,6 @@ impl Check for TurnEnd {
             let Some((response, end)) = end_of(model, prompt) else {
                 continue;
             };
-            // The client had closed the agent connection before the agent answered: it never
-            // got the answer, and the run's end is the verdict (a one-shot CLI that quits on
-            // Ctrl-C without session/cancel is cancel-stop's finding, not a turn shown wrong).
-            if matches!(end, AgentEnd::Stop(_))
-                && super::closed_within(model, prompt.index..response)
-            {
-                continue;
-            }
             // The user's own Stop in the turn, before the agent ended it.
             let user_stopped = cancels[cancels.partition_point(|c| c.index <= prompt.index)..]
                 .iter()
@@ -118,6 +115,7 @@ impl Check for TurnEnd {
             // A dead agent gave no stop reason ("").
             let (stop_reason, mut accepted) = match end {
                 AgentEnd::Stop(reason) => match states_for(reason) {
+                    Some(states) if user_stopped => (reason, or_cancelled(states)),
                     Some(states) => (reason, states),
                     None => continue,
                 },
@@ -249,6 +247,16 @@ fn states_for(stop_reason: &str) -> Option<&'static [&'static str]> {
         "max_tokens" | "max_turn_requests" => &["completed", "failed"],
         _ => return None,
     })
+}
+
+/// `states`, and `cancelled`: how a turn the user stopped may be shown.
+fn or_cancelled(states: &'static [&'static str]) -> &'static [&'static str] {
+    match states {
+        ["completed"] => &["completed", "cancelled"],
+        ["refused"] => &["refused", "cancelled"],
+        ["completed", "failed"] => &["completed", "failed", "cancelled"],
+        cancelled => cancelled,
+    }
 }
 
 /// `end_turn` / `cancelled` (the agent's own, no user Stop) after the client denied a tool in
@@ -424,26 +432,54 @@ mod tests {
     }
 
     /// A one-shot client that quits on the user's Ctrl-C closes the agent connection; the
-    /// answer the agent writes after that never reaches it (ralph-any 0.2.0 under
-    /// codex-acp@0.13/permission-after-stop showed "cancelled" and was held to end_turn).
+    /// answer the agent writes after that is judged as if the client had read it, for whether
+    /// the write beat the exit is the machine's race. A turn the user stopped may be shown
+    /// cancelled whatever the agent answered (ralph-any 0.2.0 under
+    /// codex-acp@0.13/permission-after-stop shows "cancelled"; the agent answers end_turn).
     #[test]
-    fn an_answer_written_after_the_client_closed_the_connection_is_not_judged() {
-        let mut c = Case::wire_only();
-        c.handshake();
-        c.prompt();
-        c.note(Note::UserCancel {
-            session_id: SID.into(),
-            by: Some("SIGINT".into()),
-        });
-        c.note(Note::ConnectionClosed { step: "7".into() });
-        c.prompt_result("end_turn");
-        turn(&c, "cancelled");
-        c.end = RunEnd::Incomplete {
-            step: 7,
-            reason: "closed".into(),
-        };
-        assert_eq!(c.grade(&TurnEnd).grade, Grade::NotApplicable);
-        // Written before the close, the answer is judged.
+    fn a_turn_the_user_stopped_may_be_shown_cancelled_whatever_the_agent_answered() {
+        for closed_first in [true, false] {
+            let c = Case::new();
+            c.handshake();
+            c.prompt();
+            c.note(Note::UserCancel {
+                session_id: SID.into(),
+                by: Some("SIGINT".into()),
+            });
+            if closed_first {
+                c.note(Note::ConnectionClosed { step: "7".into() });
+            }
+            c.prompt_result("end_turn");
+            turn(&c, "cancelled");
+            shutdown(&c);
+            assert_eq!(
+                c.grade(&TurnEnd),
+                Finding::pass(),
+                "closed first: {closed_first}"
+            );
+        }
+        // Shown failed, the Stop is a crash to the user, closed connection or not.
+        for closed_first in [true, false] {
+            let c = Case::new();
+            c.handshake();
+            c.prompt();
+            c.note(Note::UserCancel {
+                session_id: SID.into(),
+                by: Some("SIGINT".into()),
+            });
+            if closed_first {
+                c.note(Note::ConnectionClosed { step: "7".into() });
+            }
+            c.prompt_result("end_turn");
+            turn(&c, "failed");
+            shutdown(&c);
+            assert_grade(
+                &c.grade(&TurnEnd),
+                Grade::Fail,
+                "Expected \"completed\" or \"cancelled\"",
+            );
+        }
+        // Without the user's Stop, cancelled is no way to show an end_turn.
         let c = Case::new();
         c.handshake();
         c.prompt();
