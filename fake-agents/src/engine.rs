@@ -106,6 +106,13 @@ pub trait Connector: Send {
     /// `ConnectionAborted` says the client is gone (the run is incomplete, with the error as the
     /// reason); any other error is the harness's own failure.
     fn accept(&mut self) -> impl Future<Output = std::io::Result<AgentConn>> + Send;
+
+    /// Resolves once the client process is known to have exited. A pause (`delay` step) ends
+    /// then: whether the client died before or during a pause is timing, and the scenario's
+    /// rest is played without writing either way (see `departure`). By default, never.
+    fn client_gone(&self) -> impl Future<Output = ()> + Send {
+        std::future::pending()
+    }
 }
 
 /// What the person at the client does (a `user` step, resolved).
@@ -487,8 +494,8 @@ impl<'a, C: Connector> Engine<'a, C> {
         let here = self.where_step(step);
         let reason = match self.departure_here() {
             Some(departed) => format!(
-                "client closed the agent connection at {} while the agent was writing to it ({}), and {here} was {what}",
-                departed.at, departed.error
+                "client closed the agent connection at {} {}, and {here} was {what}",
+                departed.at, departed.how
             ),
             None => {
                 // Noted so that the grading can tell a run the client abandoned from one that

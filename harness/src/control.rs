@@ -348,7 +348,7 @@ impl ControlPlane {
 
     /// Waits (bounded) for the event reader to drain the adapter's stdout.
     pub async fn drain(&mut self, timeout: Duration) {
-        let _ = tokio::time::timeout(timeout, &mut self.reader).await;
+        let _ = machine_time::timeout(timeout, &mut self.reader).await;
     }
 
     fn session_id(state: &State, handle: &str) -> Option<String> {

@@ -129,4 +129,12 @@ impl Connector for RelayListener {
             pid,
         })
     }
+
+    async fn client_gone(&self) {
+        let mut why = self.gone.why.subscribe();
+        if why.wait_for(Option::is_some).await.is_err() {
+            // No one can say so any more: the client is not known to be gone.
+            std::future::pending::<()>().await;
+        }
+    }
 }

@@ -156,9 +156,9 @@ fn yopo_keeps_its_known_bugs() {
         "allow_once offered {offered_once}, allow_always answered {answered_always}"
     );
 
-    // A usage_update (a variant its SDK does not know) ends the run with an error: the agent's
-    // end_turn is shown failed, or every check grades crash when the harness sees yopo gone
-    // before the scenario's last frame.
+    // A usage_update (a variant its SDK does not know) ends yopo with an error: the agent's
+    // end_turn is shown failed. The scenario needs nothing more of yopo after it, so the run
+    // completes, however far the agent's writes got before yopo was gone.
     let r = run_one(&spec, "claude-agent-acp@0.25/session-setup");
     assert!(
         r.record
@@ -167,16 +167,13 @@ fn yopo_keeps_its_known_bugs() {
         "{}",
         r.record.stderr_tail
     );
+    assert_eq!(r.record.end, RunEnd::Completed);
     let (g, m) = grade(&r, "turn-end");
-    if *g == Grade::Crash {
-        assert!(matches!(r.record.end, RunEnd::Crash { .. }), "{m}");
-    } else {
-        assert_eq!(*g, Grade::Fail, "{m}");
-        assert!(
-            m.contains("but the client shows the turn as \"failed\""),
-            "{m}"
-        );
-    }
+    assert_eq!(*g, Grade::Fail, "{m}");
+    assert!(
+        m.contains("but the client shows the turn as \"failed\""),
+        "{m}"
+    );
 
     // It dies of an update variant it does not know after the agent's last frame (the run is
     // complete on the wire): unknown-messages reads the death from its exit and its stderr.

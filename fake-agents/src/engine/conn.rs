@@ -188,7 +188,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         match written {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => {
-                self.depart(step, &e);
+                self.depart(step, format!("while the agent was writing to it ({e})"));
                 Ok(())
             }
             Err(_) => {

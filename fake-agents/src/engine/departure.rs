@@ -1,4 +1,6 @@
-//! A client that closes the agent connection while the agent is writing to it.
+//! A client that closes the agent connection while the agent is writing to it, or instead of
+//! sending a message the scenario can do without (an `expect` with `on_timeout`, an `await`
+//! with `go_on`: the branch for "it did not come" is played).
 //!
 //! Whether a client's exit beats the agent's writes is a race the machine's load decides: the
 //! frames the agent writes first land in pipe and socket buffers, so when the client dies on a
@@ -14,8 +16,6 @@
 //! scenario's end (completed; the harness then judges the client's exit by itself: a signal is
 //! a crash, an exit status is how a client without an adapter ends its turn).
 
-use std::io;
-
 use acp_vocab::note::Note;
 
 use super::{Connector, Engine};
@@ -25,10 +25,11 @@ use crate::scenario::Step;
 pub(super) struct Departure {
     /// The connection it closed.
     conn: u32,
-    /// The step whose write failed: "step 13 (read-file.toml:72)".
+    /// The step that found the connection closed: "step 13 (read-file.toml:72)".
     pub(super) at: String,
-    /// The write's error.
-    pub(super) error: String,
+    /// How it found it: "while the agent was writing to it (Broken pipe …)", "instead of
+    /// sending session/cancel …" (a wait with a branch for a message that does not come).
+    pub(super) how: String,
 }
 
 impl<C: Connector> Engine<'_, C> {
@@ -38,10 +39,10 @@ impl<C: Connector> Engine<'_, C> {
         self.departed.as_ref().filter(|d| d.conn == conn)
     }
 
-    /// `step`'s write failed with `error`: the client has closed the connection. Noted (the
-    /// grading learns which frames never reached the client); what is still queued is dropped,
-    /// being recorded already.
-    pub(super) fn depart(&mut self, step: &Step, error: &io::Error) {
+    /// `step` found the connection closed (`how`): its write failed, or a wait whose scenario
+    /// goes on without the message ended. Noted (the grading learns which frames never reached
+    /// the client); what is still queued is dropped, being recorded already.
+    pub(super) fn depart(&mut self, step: &Step, how: String) {
         let Some(conn) = self.conn.as_ref().map(|link| link.id) else {
             return;
         };
@@ -52,7 +53,7 @@ impl<C: Connector> Engine<'_, C> {
         self.departed = Some(Departure {
             conn,
             at: self.where_step(step),
-            error: error.to_string(),
+            how,
         });
     }
 }

@@ -76,7 +76,10 @@ impl<'a, C: Connector> Engine<'a, C> {
             // A pause for a client that is gone would only hold up the verdict.
             StepKind::Delay(_) if self.departure_here().is_some() => Ok(()),
             StepKind::Delay(d) => {
-                tokio::time::sleep(*d).await;
+                tokio::select! {
+                    () = tokio::time::sleep(*d) => {}
+                    () = self.connector.client_gone() => {}
+                }
                 Ok(())
             }
             StepKind::Fault(fault) => self.fault(step, fault, timeout).await,
@@ -185,9 +188,7 @@ impl<'a, C: Connector> Engine<'a, C> {
             // did not send it either: the branch for "it did not come" applies, and the checks
             // judge what it did.
             Err(WaitError::Closed) => {
-                self.rec.note(&Note::ConnectionClosed {
-                    step: step.label.clone(),
-                });
+                self.depart(step, format!("instead of sending {what}"));
                 format!("the client closed the agent connection instead of sending {what}")
             }
         };

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use super::*;
 use crate::profile::{Profile, Profiles};
@@ -37,8 +37,8 @@ provenance = ["tests"]
 "#;
 
 /// A connector that yields one prepared connection (after a delay: the client starting), then
-/// never another.
-struct OneConn(Option<AgentConn>, Duration);
+/// never another; the client is gone once the watch says so ([`Run::client_exits`]).
+struct OneConn(Option<AgentConn>, Duration, watch::Receiver<bool>);
 
 impl Connector for OneConn {
     fn accept(&mut self) -> impl Future<Output = std::io::Result<AgentConn>> + Send {
@@ -52,6 +52,15 @@ impl Connector for OneConn {
                     Ok(c)
                 }
                 None => std::future::pending().await,
+            }
+        }
+    }
+
+    fn client_gone(&self) -> impl Future<Output = ()> + Send {
+        let mut gone = self.2.clone();
+        async move {
+            if gone.wait_for(|g| *g).await.is_err() {
+                std::future::pending::<()>().await;
             }
         }
     }
@@ -108,6 +117,8 @@ struct Run {
     actions: mpsc::UnboundedReceiver<UserAction>,
     rec: Recorder,
     engine: tokio::task::JoinHandle<Outcome>,
+    /// Says the client process exited (the harness learns it from the process, not the pipe).
+    gone: watch::Sender<bool>,
 }
 
 impl Run {
@@ -187,7 +198,8 @@ fn start(body: &str, opts: Opts) -> Run {
         writer: Box::new(agent_write),
         pid: None,
     };
-    let mut connector = OneConn(opts.connect.then_some(conn), opts.connect_after);
+    let (gone, gone_rx) = watch::channel(false);
+    let mut connector = OneConn(opts.connect.then_some(conn), opts.connect_after, gone_rx);
     let (seen, actions) = mpsc::unbounded_channel();
     let mut user = TestUser {
         seen,
@@ -209,6 +221,7 @@ fn start(body: &str, opts: Opts) -> Run {
         actions,
         rec,
         engine,
+        gone,
     }
 }
 
@@ -585,6 +598,7 @@ async fn missing_required_capability_is_not_applicable() {
             pid: None,
         }),
         Duration::ZERO,
+        watch::channel(false).1,
     );
     let (seen, _actions) = mpsc::unbounded_channel();
     let mut user = TestUser {
@@ -1547,5 +1561,24 @@ reply_to"#,
         }
         other => panic!("expected an abandoned run at step 7, got {other:?}"),
     }
+    assert_eq!(notes(&rec, "connection_closed").len(), 1);
+}
+
+/// A client process that exits during a pause of the agent's: the pause ends then, for whether
+/// it died before or during the pause is timing (the harness bounds what a dead client's run
+/// may still take, and a pause outlasting that made the run incomplete).
+#[tokio::test]
+async fn a_pause_ends_when_the_client_process_exits() {
+    let body = ANSWER_THEN_NOTIFY.replace("delay_ms = 100", "delay_ms = 600000");
+    let mut run = start(&body, Opts::default());
+    run.handshake().await;
+    run.client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
+        .await;
+    assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
+    run.gone.send_replace(true);
+    // Within TEST_WAIT, not the ten-minute pause.
+    let (out, rec) = run.client_leaves().await;
+    assert_eq!(out.end, RunEnd::Completed);
     assert_eq!(notes(&rec, "connection_closed").len(), 1);
 }

@@ -565,7 +565,9 @@ impl Observer {
     /// failed, if it did: the case is then an `adapter_error`.
     pub async fn finish(mut self, exit: &ExitInfo, grace: Duration) -> Option<String> {
         for task in &mut self.tasks {
-            if tokio::time::timeout(grace, &mut *task).await.is_err() {
+            // In machine time: on a loaded machine the reader of the client's last lines may
+            // not get a core for a while, and what the client printed must still be read.
+            if machine_time::timeout(grace, &mut *task).await.is_err() {
                 task.abort();
             }
         }

@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::launch::ExitInfo;
+use acp_fake_agents::machine_time;
 
 /// Longest event line accepted from an observer program.
 const MAX_EVENT_LINE: u64 = 1 << 20;
@@ -149,8 +150,9 @@ impl Program {
             json!({"code": exit.code, "signal": exit.signal}),
         );
         self.input = None;
-        let deadline = tokio::time::Instant::now() + grace;
-        let status = tokio::time::timeout_at(deadline, self.child.wait()).await;
+        // Machine time, as every wait on the client's side: a Python observer's start and exit
+        // take several times longer on a loaded machine.
+        let status = machine_time::timeout(grace, self.child.wait()).await;
         let result = match status {
             Ok(Ok(s)) if s.success() => Ok(()),
             Ok(Ok(s)) => Err(format!("the observer exited with {s}")),
@@ -158,15 +160,15 @@ impl Program {
             Err(_) => {
                 let _ = self.child.kill().await;
                 Err(format!(
-                    "the observer did not exit within {} ms after the client's streams ended",
+                    "the observer did not exit within {} ms of machine time after the client's streams ended",
                     grace.as_millis()
                 ))
             }
         };
-        let _ = tokio::time::timeout(Duration::from_millis(500), &mut self.reader).await;
+        let _ = machine_time::timeout(Duration::from_millis(500), &mut self.reader).await;
         self.reader.abort();
         self.writer.abort();
-        let stderr = match tokio::time::timeout(Duration::from_millis(200), &mut self.stderr).await
+        let stderr = match machine_time::timeout(Duration::from_millis(200), &mut self.stderr).await
         {
             Ok(Ok(s)) => s,
             _ => String::new(),

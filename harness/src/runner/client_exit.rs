@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use acp_fake_agents::engine;
+use acp_fake_agents::{engine, machine_time};
 use acp_judge::record::RunEnd;
 
 use crate::launch::{self, ExitInfo};
@@ -36,7 +36,7 @@ pub(super) async fn unless_client_exits<T>(
         out = &mut fut => return Ok(out),
         exited = launched.wait() => exited,
     };
-    tokio::time::timeout(drain, fut).await.map_err(|_| exited)
+    machine_time::timeout(drain, fut).await.map_err(|_| exited)
 }
 
 /// Plays `run` to its end, or until the client process exits: a dead client sends nothing more.
@@ -55,11 +55,14 @@ pub(super) async fn while_client_lives(
         exited = launched.wait() => exited,
     };
     gone.exited(format!("the client exited ({})", exited.info.describe()));
-    if let Ok(outcome) = tokio::time::timeout(DRAIN_AFTER_EXIT, &mut run).await {
+    // In machine time: on a loaded machine the engine needs longer on the wall clock to play
+    // the scenario's rest without the client, and the verdict must not depend on that.
+    if let Ok(outcome) = machine_time::timeout(DRAIN_AFTER_EXIT, &mut run).await {
         return outcome;
     }
     gone.shut_down();
-    match tokio::time::timeout(AFTER_CLIENT_EXIT.saturating_sub(DRAIN_AFTER_EXIT), &mut run).await {
+    match machine_time::timeout(AFTER_CLIENT_EXIT.saturating_sub(DRAIN_AFTER_EXIT), &mut run).await
+    {
         Ok(outcome) => outcome,
         Err(_) => engine::Outcome {
             end: RunEnd::Incomplete {

@@ -215,6 +215,16 @@ pub fn observed(result: &CaseResult, needle: &str) -> bool {
     })
 }
 
+/// The exit code in the harness's `client_exited` note, if the client exited by itself.
+pub fn exit_code(result: &CaseResult) -> Option<i64> {
+    result.record.transcript.iter().find_map(|e| {
+        let json = e.json()?;
+        (e.direction == acp_vocab::transcript::Direction::Note
+            && json.get("type")?.as_str()? == "client_exited")
+            .then(|| json.get("exit_code")?.as_i64())?
+    })
+}
+
 /// True if the client wrote a frame to the agent whose `method` is `method`.
 pub fn client_sent(result: &CaseResult, method: &str) -> bool {
     result.record.transcript.iter().any(|e| {
