@@ -76,7 +76,12 @@ fn chuk_acp_keeps_its_known_bugs() {
         assert_eq!(*g, Grade::Fail, "{name}: {m}");
         assert!(m.contains("never sent session/cancel"), "{name}: {m}");
         let shown = real_client::observed(&r, "\"state\":\"cancelled\"");
-        assert!(shown, "{name}: the cancelled turn was not observed");
+        assert!(
+            shown,
+            "{name}: the cancelled turn was not observed; stderr: {}\ntranscript:\n{}",
+            r.record.stderr_tail,
+            real_client::transcript(&r)
+        );
         assert_eq!(r.record.end, RunEnd::Completed, "{name}");
         assert_eq!(real_client::exit_code(&r), Some(130), "{name}");
         // A permission request is never answered.

@@ -111,7 +111,9 @@ fn ralph_any_keeps_its_known_bugs() {
     );
     assert!(
         real_client::observed(&r, "⚠ Loop cancelled"),
-        "ralph-any's \"⚠ Loop cancelled\" was not observed"
+        "ralph-any's \"⚠ Loop cancelled\" was not observed; stderr: {}\ntranscript:\n{}",
+        r.record.stderr_tail,
+        real_client::transcript(&r)
     );
 
     // The stopReason is dropped: a refusal is shown as a completed iteration.

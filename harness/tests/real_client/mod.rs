@@ -215,6 +215,17 @@ pub fn observed(result: &CaseResult, needle: &str) -> bool {
     })
 }
 
+/// The case's transcript, one entry a line (direction, then the raw text): for the message of
+/// an assertion about what a real client did.
+pub fn transcript(result: &CaseResult) -> String {
+    result
+        .record
+        .transcript
+        .iter()
+        .map(|e| format!("{:?} {}\n", e.direction, e.raw))
+        .collect()
+}
+
 /// The exit code in the harness's `client_exited` note, if the client exited by itself.
 pub fn exit_code(result: &CaseResult) -> Option<i64> {
     result.record.transcript.iter().find_map(|e| {
