@@ -17,8 +17,8 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 pub use acp_reports::run::{
-    CaseEnd, CaseJson, CheckInfo, ClientInfo, ProfileInfo, RUN_SCHEMA, RuleJson, RunConfigInfo,
-    RunJson, RunJsonOf, ToolInfo, TrialJson, transcript_file,
+    CaseEnd, CaseJson, CheckInfo, ClientInfo, EndKind, ProfileInfo, RUN_SCHEMA, RuleJson,
+    RunConfigInfo, RunJson, RunJsonOf, ToolInfo, TrialJson, transcript_file,
 };
 
 use crate::client_spec::ClientSpec;
@@ -262,7 +262,7 @@ fn case_end(end: &RunEnd) -> CaseEnd {
     serde_json::to_value(end)
         .and_then(serde_json::from_value)
         .unwrap_or_else(|err| CaseEnd {
-            kind: "harness_error".into(),
+            kind: EndKind::HarnessError,
             detail: [("reason".to_string(), Value::from(err.to_string()))]
                 .into_iter()
                 .collect(),
@@ -306,7 +306,7 @@ pub fn trial_json(case_id: &str, t: &Trial) -> TrialJson {
     TrialJson {
         name: format!("{case_id}::{}", t.check),
         check: t.check.to_string(),
-        grade: t.grade.as_str().to_string(),
+        grade: t.grade.into(),
         rules: t.rules.to_vec(),
         requirement: t.requirement.to_string(),
         rule: t.broken_rule().map(rule_json),
@@ -366,6 +366,7 @@ mod tests {
             exhaustive(g);
             let report = acp_reports::grade::Grade::of(g.as_str());
             assert!(report.is_known(), "reports do not know grade {g:?}");
+            assert_eq!(report, acp_reports::grade::Grade::from(g));
             assert_eq!(report.is_failing(false), g.is_failing(false), "{g:?}");
             assert_eq!(report.is_failing(true), g.is_failing(true), "{g:?}");
         }
@@ -378,7 +379,7 @@ mod tests {
             signal: None,
             reason: "client exited".into(),
         });
-        assert_eq!(end.kind, "crash");
+        assert_eq!(end.kind, EndKind::Crash);
         assert_eq!(end.reason(), Some("client exited"));
         assert_eq!(end.detail.get("exit_code"), Some(&Value::from(3)));
     }

@@ -367,11 +367,11 @@ mod tests {
     }
 
     /// Grades of each case's trials in the run.json written to `dir`.
-    fn grades(dir: &Path) -> Vec<Vec<String>> {
+    fn grades(dir: &Path) -> Vec<Vec<Grade>> {
         let run = acp_reports::load_run(&dir.join("run.json")).unwrap().run;
         run.cases
             .iter()
-            .map(|c| c.trials.iter().map(|t| t.grade.clone()).collect())
+            .map(|c| c.trials.iter().map(|t| t.grade.known().unwrap()).collect())
             .collect()
     }
 
@@ -463,7 +463,7 @@ mod tests {
             ],
             &out,
         );
-        assert_eq!(grades(&out), [["expected"], ["pass"]]);
+        assert_eq!(grades(&out), [[Grade::Expected], [Grade::Pass]]);
         assert!(finished.failing.is_empty());
         // No failure left: every trial it names is stale, and fails the run.
         let out = dir.path().join("fixed");
@@ -477,7 +477,10 @@ mod tests {
             ],
             &out,
         );
-        assert_eq!(grades(&out), [vec!["stale", "pass"], vec!["stale"]]);
+        assert_eq!(
+            grades(&out),
+            [vec![Grade::Stale, Grade::Pass], vec![Grade::Stale]]
+        );
         let failing: Vec<_> = finished
             .failing
             .iter()
@@ -488,6 +491,7 @@ mod tests {
             .unwrap()
             .run
             .summary;
-        assert_eq!((summary["stale"], summary["pass"]), (2, 1));
+        let count = |g: Grade| summary[g.as_str()];
+        assert_eq!((count(Grade::Stale), count(Grade::Pass)), (2, 1));
     }
 }

@@ -23,9 +23,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::grade::Grade;
+use crate::grade::{Grade, KnownGrade};
 use crate::message::headline;
-use crate::run::{CaseJson, TrialJson};
+use crate::run::{CaseJson, EndKind, TrialJson};
 use crate::words::counted;
 
 /// The check whose failures are security findings (a client approved something by itself).
@@ -40,7 +40,7 @@ pub struct Cause {
     /// The check, or `None` for a case that did not finish.
     pub check: Option<String>,
     /// The grade its trials have (`fail`, `warn`, `crash`, `timeout`, `error`).
-    pub grade: String,
+    pub grade: Grade,
     /// The rule the check's finding breaks (`R32`), when it names one.
     pub rule: Option<String>,
     /// The first case's headline, verbatim (the others differ only in numbers, ids, paths).
@@ -107,22 +107,25 @@ impl Grouper {
 
     /// Adds the failing trials of one case (cases in report order).
     pub fn add(&mut self, case: &CaseJson) {
-        let unfinished = !matches!(case.end.kind.as_str(), "completed" | "not_applicable");
+        let unfinished = !matches!(case.end.kind, EndKind::Completed | EndKind::NotApplicable);
         // A client that died after the user pressed Stop (killed by the cancel signal, say)
         // broke cancellation, and `cancel-stop` says how: its dead trials are that cause.
-        let died_on_stop = (case.end.kind == "crash")
+        let died_on_stop = (case.end.kind == EndKind::Crash)
             .then(|| {
                 case.trials.iter().find(|t| {
-                    t.check == CANCEL_CHECK && matches!(t.grade.as_str(), "fail" | "warn")
+                    t.check == CANCEL_CHECK
+                        && matches!(t.grade.known(), Some(KnownGrade::Fail | KnownGrade::Warn))
                 })
             })
             .flatten();
         for trial in &case.trials {
-            let grade = Grade::of(&trial.grade);
-            if !grade.needs_attention() {
+            if !trial.grade.needs_attention() {
                 continue;
             }
-            let verdictless = matches!(trial.grade.as_str(), "crash" | "timeout" | "error");
+            let verdictless = matches!(
+                trial.grade.known(),
+                Some(KnownGrade::Crash | KnownGrade::Timeout | KnownGrade::Error)
+            );
             if let (true, Some(cancel)) = (verdictless, died_on_stop) {
                 let (key, first) = finding_key(cancel);
                 self.add_trial(key, &case.id, &trial.name, &|| {
@@ -135,7 +138,7 @@ impl Grouper {
                 let signature = stderr_signature(&case.stderr_tail);
                 let key = (
                     None,
-                    trial.grade.clone(),
+                    trial.grade.name.clone(),
                     format!("{} | {}", shape(reason), shape(signature)),
                 );
                 let example = end_example(case, signature);
@@ -184,7 +187,7 @@ fn finding_key(trial: &TrialJson) -> ((Option<String>, String, String), String) 
     };
     let key = (
         Some(trial.check.clone()),
-        trial.grade.clone(),
+        trial.grade.name.clone(),
         shape(&first),
     );
     (key, first)
@@ -213,7 +216,7 @@ pub fn single_cause_hint<'a>(
     let cases: Vec<&CaseJson> = cases.into_iter().collect();
     let judged = cases
         .iter()
-        .filter(|c| c.end.kind != "not_applicable")
+        .filter(|c| c.end.kind != EndKind::NotApplicable)
         .count();
     hint_for(causes, judged, |id| {
         cases.iter().find(|c| c.id == id).copied()
@@ -301,14 +304,14 @@ mod tests {
     use super::*;
     use crate::run::{CaseEnd, RuleJson, TrialJson};
 
-    fn trial(case: &str, check: &str, grade: &str, message: &str) -> TrialJson {
+    fn trial(case: &str, check: &str, grade: KnownGrade, message: &str) -> TrialJson {
         TrialJson {
             name: format!("{case}::{check}"),
             check: check.into(),
             grade: grade.into(),
             rules: vec![32],
             requirement: "r.".into(),
-            rule: (grade == "fail").then(|| RuleJson {
+            rule: (grade == KnownGrade::Fail).then(|| RuleJson {
                 id: "R32".into(),
                 level: "MUST".into(),
                 binds: "client".into(),
@@ -348,7 +351,7 @@ mod tests {
         detail.insert("exit_code".into(), 1.into());
         detail.insert("reason".into(), reason.into());
         CaseEnd {
-            kind: "crash".into(),
+            kind: EndKind::Crash,
             detail,
         }
     }
@@ -367,8 +370,8 @@ mod tests {
                     CaseEnd::completed(),
                     "",
                     vec![
-                        trial(&id, "session-cwd", "fail", &msg),
-                        trial(&id, "jsonrpc", "pass", ""),
+                        trial(&id, "session-cwd", KnownGrade::Fail, &msg),
+                        trial(&id, "jsonrpc", KnownGrade::Pass, ""),
                     ],
                 )
             })
@@ -393,11 +396,11 @@ mod tests {
                 "KeyboardInterrupt\n",
                 ["jsonrpc", "schema", "turn-end"]
                     .iter()
-                    .map(|c| trial(id, c, "crash", "the client crashed"))
+                    .map(|c| trial(id, c, KnownGrade::Crash, "the client crashed"))
                     .chain([trial(
                         id,
                         "cancel-stop",
-                        "fail",
+                        KnownGrade::Fail,
                         "after the user cancel #10 the client never sent session/cancel",
                     )])
                     .collect(),
@@ -428,8 +431,13 @@ mod tests {
                 stderr,
                 checks
                     .iter()
-                    .map(|c| trial(id, c, "crash", "the client crashed"))
-                    .chain([trial(id, "unknown-messages", "fail", "died of frame #9")])
+                    .map(|c| trial(id, c, KnownGrade::Crash, "the client crashed"))
+                    .chain([trial(
+                        id,
+                        "unknown-messages",
+                        KnownGrade::Fail,
+                        "died of frame #9",
+                    )])
                     .collect(),
             )
         };
@@ -464,7 +472,12 @@ mod tests {
                 id,
                 CaseEnd::completed(),
                 "",
-                vec![trial(id, check, "fail", &format!("{check} broke"))],
+                vec![trial(
+                    id,
+                    check,
+                    KnownGrade::Fail,
+                    &format!("{check} broke"),
+                )],
             )
         };
         let cases = [
@@ -485,7 +498,12 @@ mod tests {
                 id,
                 crash("the client exited before the scenario ended: exit code 2"),
                 "usage: my-client [--agent CMD]\n",
-                vec![trial(id, "jsonrpc", "crash", "the client crashed")],
+                vec![trial(
+                    id,
+                    "jsonrpc",
+                    KnownGrade::Crash,
+                    "the client crashed",
+                )],
             )
         };
         let cases = [dead("a@1/1"), dead("a@1/2")];
@@ -509,7 +527,7 @@ mod tests {
                 vec![trial(
                     "a@1/1",
                     "cancel-stop",
-                    "fail",
+                    KnownGrade::Fail,
                     "- [fail] no session/cancel after #9\n- [fail] other",
                 )],
             ),
@@ -520,7 +538,7 @@ mod tests {
                 vec![trial(
                     "a@1/2",
                     "cancel-stop",
-                    "fail",
+                    KnownGrade::Fail,
                     "no session/cancel after #8",
                 )],
             ),

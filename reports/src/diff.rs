@@ -52,8 +52,9 @@ pub struct Side {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrialChange {
     pub trial: String,
-    pub old_grade: String,
-    pub new_grade: String,
+    /// `None`: the trial is absent from that run.
+    pub old_grade: Option<Grade>,
+    pub new_grade: Option<Grade>,
     pub old_css: &'static str,
     pub new_css: &'static str,
     /// First finding lines.
@@ -197,13 +198,13 @@ fn trials(run: &RunJson) -> BTreeMap<&str, (&TrialJson, bool)> {
     run.cases
         .iter()
         .flat_map(|c| &c.trials)
-        .map(|t| (t.name.as_str(), (t, Grade::of(&t.grade).is_failing(strict))))
+        .map(|t| (t.name.as_str(), (t, t.grade.is_failing(strict))))
         .collect()
 }
 
 fn change(name: &str, old: Option<&TrialJson>, new: Option<&TrialJson>) -> TrialChange {
-    let grade = |t: Option<&TrialJson>| t.map_or_else(|| "absent".to_owned(), |t| t.grade.clone());
-    let css = |t: Option<&TrialJson>| t.map_or("none", |t| Grade::of(&t.grade).css());
+    let grade = |t: Option<&TrialJson>| t.map(|t| t.grade.clone());
+    let css = |t: Option<&TrialJson>| t.map_or("none", |t| t.grade.css());
     let headline =
         |t: Option<&TrialJson>| t.map(|t| message::headline(&t.message)).unwrap_or_default();
     TrialChange {
@@ -346,9 +347,9 @@ pub fn text(d: &RunDiff) -> String {
             let _ = writeln!(
                 out,
                 "  {:>8}  {}  (was {})",
-                c.new_grade.to_uppercase(),
+                grade_name(c.new_grade.as_ref()).to_uppercase(),
                 c.trial,
-                c.old_grade
+                grade_name(c.old_grade.as_ref())
             );
             if c.old_headline != c.new_headline && !c.old_headline.is_empty() {
                 let _ = writeln!(out, "            - {}", c.old_headline);
@@ -458,18 +459,22 @@ pub fn html(d: &RunDiff) -> Result<String, ReportError> {
 // Used by the template.
 impl TrialChange {
     pub fn old_label(&self) -> String {
-        model_label(&self.old_grade)
+        model_label(self.old_grade.as_ref())
     }
     pub fn new_label(&self) -> String {
-        model_label(&self.new_grade)
+        model_label(self.new_grade.as_ref())
     }
 }
 
-fn model_label(grade: &str) -> String {
-    if grade == "absent" {
-        return grade.to_owned();
-    }
-    Grade::of(grade).label().to_owned()
+/// What a side without the trial shows in place of its grade.
+const ABSENT: &str = "absent";
+
+fn grade_name(grade: Option<&Grade>) -> &str {
+    grade.map_or(ABSENT, |g| g.name.as_str())
+}
+
+fn model_label(grade: Option<&Grade>) -> String {
+    grade.map_or(ABSENT, Grade::label).to_owned()
 }
 
 #[cfg(test)]

@@ -1,8 +1,17 @@
 //! The grades as the reports read them from run.json: by name, with the one table of
 //! `acp_vocab::grade` ([`GRADES`]) behind each, so a grade added there shows up in every report,
-//! legend and summary at once; a grade the table does not know (a newer harness) is shown under
-//! its own name, in neutral colours, and counted as failing.
+//! legend and summary at once; a grade the table does not know (a newer harness) is kept, shown
+//! under its own name, in neutral colours, and counted as failing.
+//!
+//! A [`Grade`] is what run.json's `grade` field reads into and writes back (its name, as it
+//! was); code asks what it is by comparing it with a [`KnownGrade`], never with a name.
 
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The grades this version knows, as the judge grades them: what a [`Grade`] is compared with.
+pub use acp_vocab::grade::Grade as KnownGrade;
 pub use acp_vocab::grade::{GRADES, GradeInfo, Outcome};
 
 /// Shown for a grade name [`GRADES`] does not list.
@@ -23,20 +32,18 @@ pub struct Grade {
 }
 
 impl Grade {
+    /// The grade named `name` (an unknown name is kept).
     pub fn of(name: &str) -> Grade {
-        let info = GRADES
-            .iter()
-            .find(|g| g.name == name)
-            .copied()
-            .unwrap_or(UNKNOWN);
-        Grade {
-            name: name.to_owned(),
-            info,
-        }
+        Grade::from(name.to_owned())
     }
 
     pub fn is_known(&self) -> bool {
         self.info != UNKNOWN
+    }
+
+    /// The grade as this version knows it; `None` for a newer harness's grade.
+    pub fn known(&self) -> Option<KnownGrade> {
+        KnownGrade::from_name(&self.name)
     }
 
     /// The label: the table's, or the name itself for an unknown grade.
@@ -63,6 +70,54 @@ impl Grade {
     }
 }
 
+impl From<String> for Grade {
+    fn from(name: String) -> Grade {
+        let info = GRADES
+            .iter()
+            .find(|g| g.name == name)
+            .copied()
+            .unwrap_or(UNKNOWN);
+        Grade { name, info }
+    }
+}
+
+impl From<KnownGrade> for Grade {
+    fn from(grade: KnownGrade) -> Grade {
+        Grade {
+            name: grade.as_str().to_owned(),
+            info: *grade.info(),
+        }
+    }
+}
+
+/// `trial.grade == KnownGrade::Warn`: false for every known grade when this one is unknown.
+impl PartialEq<KnownGrade> for Grade {
+    fn eq(&self, other: &KnownGrade) -> bool {
+        self.name == other.as_str()
+    }
+}
+
+/// The name, as run.json has it.
+impl fmt::Display for Grade {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// As its name: the bytes run.json had, a grade this version does not know included.
+impl Serialize for Grade {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.name)
+    }
+}
+
+/// Any name: an unknown one is kept (a newer harness's grade), not an error.
+impl<'de> Deserialize<'de> for Grade {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Grade, D::Error> {
+        String::deserialize(deserializer).map(Grade::from)
+    }
+}
+
 /// Names of every known grade, in display order.
 pub fn names() -> impl Iterator<Item = &'static str> {
     GRADES.iter().map(|g| g.name)
@@ -79,5 +134,21 @@ mod tests {
         assert_eq!(g.label(), "flaky");
         assert!(g.is_failing(false));
         assert_eq!(Grade::of("not_applicable").label(), "n/a");
+        assert_eq!(g.known(), None);
+        assert!(KnownGrade::ALL.iter().all(|k| g != *k));
+    }
+
+    #[test]
+    fn a_grade_is_its_name_in_json_known_or_not() {
+        for k in KnownGrade::ALL {
+            let g: Grade = serde_json::from_value(serde_json::json!(k.as_str())).unwrap();
+            assert_eq!(g, Grade::from(k));
+            assert_eq!(g, k);
+            assert_eq!(g.known(), Some(k));
+            assert_eq!(serde_json::to_value(&g).unwrap(), k.as_str());
+        }
+        let g: Grade = serde_json::from_str(r#""flaky""#).unwrap();
+        assert_eq!(g.to_string(), "flaky");
+        assert_eq!(serde_json::to_string(&g).unwrap(), r#""flaky""#);
     }
 }

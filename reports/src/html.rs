@@ -16,13 +16,13 @@ use askama::Template;
 use base64::Engine;
 use sha2::{Digest, Sha256};
 
-use crate::grade::{GRADES, Grade};
+use crate::grade::{GRADES, Grade, KnownGrade};
 use crate::load::{LoadedRun, ReportError};
 use crate::message::{self, Segment};
 use crate::model::{
     self, AgentView, CaseSlot, Chip, Counts, FamilyGroup, Model, Row, RunView, ScenarioGroup,
 };
-use crate::run::{CaseJson, ProfileInfo};
+use crate::run::{CaseJson, EndKind, ProfileInfo};
 use crate::transcript::{Frame, Line, Transcript};
 
 const CSS: &str = include_str!("../templates/report.css");
@@ -131,12 +131,12 @@ pub struct IndexCell {
 impl IndexCell {
     fn new(counts: &Counts, strict: bool, href: String) -> IndexCell {
         let failing = counts.failing(strict);
-        let warn = counts.get("warn");
+        let warn = counts.get(KnownGrade::Warn);
         let (verdict, worst_css) = if failing > 0 {
             (format!("{failing} failing"), "fail")
         } else if warn > 0 {
             (format!("passed, {warn} warn"), "warn")
-        } else if counts.get("pass") > 0 {
+        } else if counts.get(KnownGrade::Pass) > 0 {
             ("passed".to_owned(), "pass")
         } else {
             ("nothing applicable".to_owned(), "na")
@@ -469,7 +469,7 @@ fn case_page<'a>(
     // Frames cited by trials that need attention, and by which checks.
     let mut cited_by: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for t in &case.trials {
-        if Grade::of(&t.grade).needs_attention() {
+        if t.grade.needs_attention() {
             for f in &t.frames {
                 cited_by.entry(*f).or_default().push(t.check.clone());
             }
@@ -479,7 +479,7 @@ fn case_page<'a>(
         .trials
         .iter()
         .map(|t| {
-            let g = Grade::of(&t.grade);
+            let g = &t.grade;
             let bad = g.needs_attention();
             let finding = message::finding(&t.message, &t.frames);
             let split: Vec<message::Split> = finding
@@ -530,7 +530,7 @@ fn case_page<'a>(
         run,
         case,
         chips,
-        end_ok: case.end.kind == "completed",
+        end_ok: case.end.kind == EndKind::Completed,
         end: case.end.describe(),
         duration: model::duration(case.duration_ms),
         profile: case

@@ -41,8 +41,7 @@ pub enum Kind {
 }
 
 /// What a trial of `grade` becomes in JUnit (`strict`: warn fails).
-pub fn kind(grade: &str, strict: bool) -> Kind {
-    let grade = Grade::of(grade);
+pub fn kind(grade: &Grade, strict: bool) -> Kind {
     match grade.info.outcome {
         Outcome::Pass => Kind::Success,
         Outcome::Soft if !strict => Kind::Success,
@@ -171,7 +170,7 @@ impl<'m, W: Write> JunitWriter<'m, W> {
             let cause = self.cause_of.get(trial.name.as_str()).copied();
             let mut test = TestCase::new(trial.check.clone(), status(trial, strict, cause));
             test.set_classname(case.short_id());
-            if Grade::of(&trial.grade).info.outcome == Outcome::Soft && !strict {
+            if trial.grade.info.outcome == Outcome::Soft && !strict {
                 test.set_system_out(trial.failure_text());
             }
             test_case(&mut self.writer, &test).map_err(ReportError::Junit)?;
@@ -265,13 +264,13 @@ fn test_case(writer: &mut Writer<impl Write>, test: &TestCase) -> std::io::Resul
 }
 
 fn status(trial: &TrialJson, strict: bool, cause: Option<(usize, &Cause)>) -> TestCaseStatus {
-    let grade = Grade::of(&trial.grade);
+    let grade = &trial.grade;
     let headline = message::headline(&trial.message);
     let non_success = |kind: NonSuccessKind, ty: &str| {
         let mut status = TestCaseStatus::non_success(kind);
         status.set_type(ty);
         let mut message = if headline.is_empty() {
-            trial.grade.clone()
+            grade.name.clone()
         } else {
             headline.clone()
         };
@@ -285,17 +284,17 @@ fn status(trial: &TrialJson, strict: bool, cause: Option<(usize, &Cause)>) -> Te
         status.set_description(description);
         status
     };
-    match kind(&trial.grade, strict) {
+    match kind(grade, strict) {
         Kind::Success => TestCaseStatus::success(),
-        Kind::Failure => non_success(NonSuccessKind::Failure, &trial.grade),
-        Kind::Error if grade.is_known() => non_success(NonSuccessKind::Error, &trial.grade),
+        Kind::Failure => non_success(NonSuccessKind::Failure, &grade.name),
+        Kind::Error if grade.is_known() => non_success(NonSuccessKind::Error, &grade.name),
         Kind::Error => non_success(
             NonSuccessKind::Error,
-            &format!("unknown grade {:?}", trial.grade),
+            &format!("unknown grade {:?}", grade.name),
         ),
         Kind::Skipped => {
             let mut status = TestCaseStatus::skipped();
-            status.set_type(&trial.grade);
+            status.set_type(&grade.name);
             status.set_message(format!("{}: {}", grade.label(), headline));
             status
         }

@@ -13,6 +13,7 @@
 
 pub mod causes;
 pub mod diff;
+pub mod end_kind;
 pub mod grade;
 pub mod html;
 pub mod junit;

@@ -2,14 +2,18 @@
 //!
 //! This module is the format's one owner: the harness serialises runs with these types and every
 //! report is made from them. Fields added after the first release carry `#[serde(default)]`, so
-//! an older run.json still loads; grades and end kinds are strings, so a newer harness's grade
-//! is shown as it is instead of failing the whole report.
+//! an older run.json still loads; grades ([`Grade`]) and end kinds ([`EndKind`]) are types that
+//! keep a name they do not know, so a newer harness's grade or end is shown as it is (and written
+//! back unchanged) instead of failing the whole report.
 
 use std::collections::BTreeMap;
 
 use acp_vocab::family::Family;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+pub use crate::end_kind::EndKind;
+use crate::grade::Grade;
 
 /// Identifies the format; bumped on any incompatible change.
 pub const RUN_SCHEMA: &str = "acp-harness/run/v1";
@@ -228,12 +232,11 @@ pub fn scenario_of(id: &str) -> &str {
     rest.split_once('[').map_or(rest, |(s, _)| s)
 }
 
-/// How a case ended: `kind` (`completed`, `incomplete`, `timeout`, `crash`, `not_applicable`,
-/// `harness_error`) and the fields of that kind (`reason`, `step`, `exit_code`, `signal`,
-/// `after_ms`).
+/// How a case ended: its [`EndKind`] and the fields of that kind (`reason`, `step`, `exit_code`,
+/// `signal`, `after_ms`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseEnd {
-    pub kind: String,
+    pub kind: EndKind,
     #[serde(flatten)]
     pub detail: serde_json::Map<String, Value>,
 }
@@ -241,7 +244,7 @@ pub struct CaseEnd {
 impl CaseEnd {
     pub fn completed() -> Self {
         CaseEnd {
-            kind: "completed".into(),
+            kind: EndKind::Completed,
             detail: serde_json::Map::new(),
         }
     }
@@ -253,7 +256,7 @@ impl CaseEnd {
 
     /// One line: the kind and its details (`crash: exit code 3: …`).
     pub fn describe(&self) -> String {
-        let mut parts = vec![self.kind.replace('_', " ")];
+        let mut parts = vec![self.kind.as_str().replace('_', " ")];
         for (key, value) in &self.detail {
             if key == "reason" || value.is_null() {
                 continue;
@@ -278,8 +281,8 @@ pub struct TrialJson {
     /// `<case>::<check>`, the libtest trial name.
     pub name: String,
     pub check: String,
-    /// One of [`crate::grade::GRADES`]; an unknown name is rendered as it is.
-    pub grade: String,
+    /// One of [`crate::grade::GRADES`]; an unknown name is kept and rendered as it is.
+    pub grade: Grade,
     pub rules: Vec<u16>,
     pub requirement: String,
     /// The rule the finding breaks, as the catalogue states it: on `fail` and `warn` (and the
@@ -362,10 +365,49 @@ mod tests {
         )
         .unwrap();
         assert_eq!(end.describe(), "crash, exit code 3: client exited");
+        assert_eq!(end.kind, EndKind::Crash);
         let end: CaseEnd = serde_json::from_str(r#"{"kind":"brand_new","x":"y"}"#).unwrap();
+        assert_eq!(end.kind, EndKind::Unknown("brand_new".into()));
         assert_eq!(end.describe(), "brand new, x y");
         let back = serde_json::to_value(&end).unwrap();
         assert_eq!(back, serde_json::json!({"kind":"brand_new","x":"y"}));
+    }
+
+    /// A run.json of a newer harness: a grade and an end kind this version does not know.
+    const NEWER_RUN: &str = concat!(
+        r#"{"schema":"acp-harness/run/v1","harness":{"name":"acp-harness","version":"9.0.0"},"#,
+        r#""acp_schema":"s","client":{"name":"c","source":"reference","argv":["c"],"#,
+        r#""reported":null},"config":{"step_timeout_ms":1,"case_timeout_ms":2,"jobs":1,"#,
+        r#""strict":false,"filter":null,"scenarios_dir":"scenarios"},"started_unix_ms":3,"#,
+        r#""duration_ms":4,"summary":{"fail":0,"flaky":1,"pass":1},"cases":[{"id":"a@1/s","#,
+        r#""title":"t","agent":"a","version":"1","file":"a/1/s.toml","provenance":["p"],"#,
+        r#""end":{"kind":"vanished","after_ms":7,"reason":"gone"},"duration_ms":5,"#,
+        r#""transcript":"transcripts/a@1_s.jsonl","frames":2,"stderr_tail":"","repro":"r","#,
+        r#""trials":[{"name":"a@1/s::jsonrpc","check":"jsonrpc","grade":"flaky","rules":[1],"#,
+        r#""requirement":"q","message":"m","frames":[1]},{"name":"a@1/s::schema","#,
+        r#""check":"schema","grade":"pass","rules":[2],"requirement":"q","message":"","#,
+        r#""frames":[]}]}]}"#
+    );
+
+    #[test]
+    fn a_newer_harness_run_loads_and_writes_back_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        std::fs::write(&path, NEWER_RUN).unwrap();
+        let run = crate::load_run(&path).unwrap().run;
+        let case = &run.cases[0];
+        assert_eq!(case.end.kind, EndKind::Unknown("vanished".into()));
+        assert_eq!(case.end.describe(), "vanished, after ms 7: gone");
+        let flaky = &case.trials[0].grade;
+        assert_eq!((flaky.known(), flaky.label()), (None, "flaky"));
+        assert!(flaky.is_failing(false));
+        assert_eq!(case.trials[1].grade, crate::grade::KnownGrade::Pass);
+        assert_eq!(serde_json::to_string(&run).unwrap(), NEWER_RUN);
+        // Pretty, as the harness writes it: the same bytes back too.
+        let pretty = serde_json::to_string_pretty(&run).unwrap();
+        let again: RunJson = serde_json::from_str(&pretty).unwrap();
+        assert_eq!(again, run);
+        assert_eq!(serde_json::to_string_pretty(&again).unwrap(), pretty);
     }
 
     #[test]

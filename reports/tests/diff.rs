@@ -4,6 +4,7 @@
 mod common;
 
 use acp_reports::diff::{Thresholds, diff, html, link_reports, text};
+use acp_reports::grade::KnownGrade;
 use acp_reports::report_pages::ReportPages;
 use acp_reports::write_report;
 use common::load;
@@ -33,7 +34,8 @@ fn the_mutant_after_the_reference_is_three_new_failures_and_the_reverse_three_fi
     assert!(
         d.new_failures
             .iter()
-            .all(|c| c.old_grade == "pass" && c.new_grade == "fail")
+            .all(|c| c.old_grade == Some(KnownGrade::Pass.into())
+                && c.new_grade == Some(KnownGrade::Fail.into()))
     );
     assert!(d.fixed.is_empty() && d.changed.is_empty() && d.cases_added.is_empty());
 
@@ -90,15 +92,15 @@ fn every_kind_of_change_is_reported() {
     let mut extra = cases[1].trials[0].clone();
     extra.name = format!("{}::new-check", cases[1].id);
     extra.check = "new-check".into();
-    extra.grade = "warn".into();
+    extra.grade = KnownGrade::Warn.into();
     cases[1].trials.push(extra);
     // A passing trial now not applicable: no failure either side, another grade.
     let passing = cases
         .iter_mut()
         .flat_map(|c| c.trials.iter_mut())
-        .find(|t| t.grade == "pass")
+        .find(|t| t.grade == KnownGrade::Pass)
         .unwrap();
-    passing.grade = "not_applicable".into();
+    passing.grade = KnownGrade::NotApplicable.into();
     let regraded = passing.name.clone();
 
     let old_sparse_ms = old

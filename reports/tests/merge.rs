@@ -46,7 +46,11 @@ fn shards(name: &str, n: usize) -> (LoadedRun, Vec<LoadedRun>) {
                 .collect();
             part.run.summary = part.run.summary.keys().map(|g| (g.clone(), 0)).collect();
             for trial in part.run.cases.iter().flat_map(|c| &c.trials) {
-                *part.run.summary.entry(trial.grade.clone()).or_default() += 1;
+                *part
+                    .run
+                    .summary
+                    .entry(trial.grade.name.clone())
+                    .or_default() += 1;
             }
             part.run.started_unix_ms = whole.run.started_unix_ms + 10 * k as u64;
             part

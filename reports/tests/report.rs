@@ -273,7 +273,7 @@ fn the_markdown_summary_names_every_run() {
 #[test]
 fn unknown_grades_are_shown_under_their_name_and_fail_in_junit() {
     let mut run = load("reference");
-    run.run.cases[0].trials[0].grade = "flaky".into();
+    run.run.cases[0].trials[0].grade = acp_reports::grade::Grade::of("flaky");
     let (_dir, pages) = written(&[run]);
     let case_page = pages
         .iter()

@@ -186,7 +186,7 @@ fn print_causes(written: &acp_reports::Written, failing: usize, strict: bool) {
     let warnings: usize = written
         .causes
         .iter()
-        .filter(|c| c.grade == "warn")
+        .filter(|c| c.grade == acp_reports::grade::KnownGrade::Warn)
         .map(|c| c.trials)
         .sum();
     let mut behind = Vec::new();

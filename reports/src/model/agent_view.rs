@@ -11,7 +11,7 @@ use crate::causes;
 use crate::grade::Grade;
 use crate::load::{LoadedRun, ReportError};
 use crate::message;
-use crate::run::{CaseJson, CheckInfo, ProfileInfo, RunJson, TrialJson};
+use crate::run::{CaseJson, CheckInfo, EndKind, ProfileInfo, RunJson, TrialJson};
 use crate::slug::Unique;
 
 /// One check column of a matrix.
@@ -314,7 +314,7 @@ fn row(case: &CaseJson, case_page: &str, columns: &[Column], index: usize) -> Ro
         .iter()
         .map(|col| match case.trials.iter().find(|t| t.check == col.id) {
             Some(t) => {
-                let g = Grade::of(&t.grade);
+                let g = &t.grade;
                 Cell {
                     label: g.label().to_owned(),
                     css: g.css(),
@@ -338,11 +338,11 @@ fn row(case: &CaseJson, case_page: &str, columns: &[Column], index: usize) -> Ro
             _ => case.scenario().to_owned(),
         },
         page: case_page.to_owned(),
-        worst_css: worst.as_ref().map_or("none", Grade::css),
-        attention: worst.as_ref().is_some_and(Grade::needs_attention),
+        worst_css: worst.map_or("none", Grade::css),
+        attention: worst.is_some_and(Grade::needs_attention),
         cells,
         duration: duration(case.duration_ms),
-        end: if case.end.kind == "completed" {
+        end: if case.end.kind == EndKind::Completed {
             String::new()
         } else {
             case.end.describe()
@@ -355,7 +355,7 @@ fn attention_of(case: &CaseJson, case_page: &str) -> Vec<Attention> {
     case.trials
         .iter()
         .filter_map(|t| {
-            let g = Grade::of(&t.grade);
+            let g = &t.grade;
             g.needs_attention().then(|| Attention {
                 trial: t.name.clone(),
                 case_label: case.short_id().to_owned(),
@@ -416,23 +416,21 @@ pub(super) fn agent_view(
             junit.count(&t.grade, strict);
         }
         junit.duration_ms += case.duration_ms;
-        if case.end.kind != "not_applicable" {
+        if case.end.kind != EndKind::NotApplicable {
             *judged += 1;
         }
         if profile_key.is_none() {
             profile_key = case.profile.clone();
         }
         let found = attention_of(&case, &case_page);
-        let needs_attention = worst(&case.trials)
-            .as_ref()
-            .is_some_and(Grade::needs_attention);
+        let needs_attention = worst(&case.trials).is_some_and(Grade::needs_attention);
         if !found.is_empty() {
             attention.extend(found);
             failing_cases.push(position);
             failing_trials.extend(
                 case.trials
                     .iter()
-                    .filter(|t| Grade::of(&t.grade).needs_attention())
+                    .filter(|t| t.grade.needs_attention())
                     .cloned(),
             );
             grouper.add(&case);
@@ -490,7 +488,7 @@ pub(super) fn agent_view(
 
 impl SuiteCounts {
     /// Counts one trial as the JUnit writer writes it ([`crate::junit`]).
-    fn count(&mut self, grade: &str, strict: bool) {
+    fn count(&mut self, grade: &Grade, strict: bool) {
         self.tests += 1;
         match crate::junit::kind(grade, strict) {
             crate::junit::Kind::Success => {}

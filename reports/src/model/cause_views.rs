@@ -6,7 +6,6 @@ use std::borrow::Cow;
 use super::agent_view::AgentView;
 use super::format::{check_anchor, frame_anchor};
 use crate::causes::Cause;
-use crate::grade::Grade;
 use crate::load::{LoadedRun, ReportError};
 use crate::run::CaseJson;
 
@@ -76,7 +75,7 @@ pub(super) fn cause_views(
                 None => (String::new(), None),
             };
             Ok(CauseView {
-                css: Grade::of(&cause.grade).css(),
+                css: cause.grade.css(),
                 cause,
                 href,
                 frame_href,

@@ -4,11 +4,17 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
-use crate::grade::{GRADES, Grade};
+use crate::grade::{GRADES, Grade, KnownGrade};
 use crate::run::TrialJson;
 
 /// Grades the index always shows a count for, even when zero.
-const ALWAYS_COUNTED: &[&str] = &["pass", "fail", "warn", "expected", "not_applicable"];
+const ALWAYS_COUNTED: [KnownGrade; 5] = [
+    KnownGrade::Pass,
+    KnownGrade::Fail,
+    KnownGrade::Warn,
+    KnownGrade::Expected,
+    KnownGrade::NotApplicable,
+];
 
 /// Trial counts per grade.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -35,12 +41,17 @@ impl Counts {
         counts
     }
 
-    pub fn add(&mut self, grade: &str, n: usize) {
-        *self.by_grade.entry(grade.to_owned()).or_default() += n;
+    pub fn add(&mut self, grade: &Grade, n: usize) {
+        // Counted by name: an unknown grade has a count of its own.
+        *self.by_grade.entry(grade.name.clone()).or_default() += n;
     }
 
-    pub fn get(&self, grade: &str) -> usize {
-        self.by_grade.get(grade).copied().unwrap_or(0)
+    pub fn get(&self, grade: KnownGrade) -> usize {
+        self.named(grade.as_str())
+    }
+
+    fn named(&self, name: &str) -> usize {
+        self.by_grade.get(name).copied().unwrap_or(0)
     }
 
     pub fn total(&self) -> usize {
@@ -61,7 +72,10 @@ impl Counts {
     pub fn chips(&self) -> Vec<Chip> {
         let known = GRADES
             .iter()
-            .filter(|g| self.get(g.name) > 0 || ALWAYS_COUNTED.contains(&g.name))
+            .filter(|g| {
+                self.named(g.name) > 0
+                    || KnownGrade::from_name(g.name).is_some_and(|k| ALWAYS_COUNTED.contains(&k))
+            })
             .map(|g| Grade::of(g.name));
         let unknown = self
             .by_grade
@@ -71,7 +85,7 @@ impl Counts {
         known
             .chain(unknown)
             .map(|g| Chip {
-                n: self.get(&g.name),
+                n: self.named(&g.name),
                 label: g.label().to_owned(),
                 css: g.css(),
                 meaning: g.info.meaning,
@@ -100,10 +114,10 @@ pub fn cmp_agent_versions(a: &str, b: &str) -> Ordering {
 }
 
 /// The worst grade among trials (by rank), or `None` for no trials.
-pub fn worst<'a>(trials: impl IntoIterator<Item = &'a TrialJson>) -> Option<Grade> {
+pub fn worst<'a>(trials: impl IntoIterator<Item = &'a TrialJson>) -> Option<&'a Grade> {
     trials
         .into_iter()
-        .map(|t| Grade::of(&t.grade))
+        .map(|t| &t.grade)
         .max_by_key(|g| g.info.rank)
 }
 
@@ -173,9 +187,9 @@ mod tests {
     #[test]
     fn counts_always_show_the_main_grades_and_any_unknown_one() {
         let mut counts = Counts::default();
-        counts.add("pass", 3);
-        counts.add("crash", 1);
-        counts.add("flaky", 2);
+        counts.add(&KnownGrade::Pass.into(), 3);
+        counts.add(&KnownGrade::Crash.into(), 1);
+        counts.add(&Grade::of("flaky"), 2);
         let names: Vec<String> = counts.chips().into_iter().map(|c| c.name).collect();
         assert_eq!(
             names,
