@@ -376,10 +376,7 @@ async fn full_permission_flow_and_transcript() {
 /// Plays the permission flow up to the answer and returns the branch the agent took.
 async fn branch_for(answer: &str) -> (String, Recorder) {
     let mut run = start(&branches("kind = \"allow_once\""), Opts::default());
-    run.handshake().await;
-    run.client
-        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
-        .await;
+    prompt_sent(&mut run).await;
     let req = run.client.recv().await;
     run.client
         .send(&answer.replace("ID", &req["id"].to_string()))
@@ -859,6 +856,11 @@ send = '{"jsonrpc":"2.0","method":"end"}'
 
 async fn prompt_started(run: &mut Run) {
     assert!(matches!(run.action().await, UserAction::NewSession { .. }));
+    prompt_sent(run).await;
+}
+
+/// The handshake, then the client's `session/prompt` (id 2).
+async fn prompt_sent(run: &mut Run) {
     run.handshake().await;
     run.client
         .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
@@ -1388,10 +1390,7 @@ send = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"ses_te
 #[tokio::test]
 async fn a_client_that_leaves_after_its_answered_turn_completes_the_run() {
     let mut run = start(ANSWER_THEN_NOTIFY, Opts::default());
-    run.handshake().await;
-    run.client
-        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
-        .await;
+    prompt_sent(&mut run).await;
     assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
     let (out, rec) = run.client_leaves().await;
     assert_eq!(out.end, RunEnd::Completed);
@@ -1430,10 +1429,7 @@ then = [
 #[tokio::test]
 async fn a_client_that_leaves_after_a_turn_answered_in_an_ending_case_completes_the_run() {
     let mut run = start(ANSWER_IN_ENDING_CASE, Opts::default());
-    run.handshake().await;
-    run.client
-        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
-        .await;
+    prompt_sent(&mut run).await;
     let perm = run.client.recv().await;
     run.client
         .send(&format!(
@@ -1491,17 +1487,11 @@ fn sent_frames(rec: &Recorder) -> Vec<String> {
 #[tokio::test]
 async fn a_client_that_leaves_mid_turn_ends_the_run_as_if_it_had_read_every_frame() {
     let mut run = start(TURN_AFTER_A_PAUSE, Opts::default());
-    run.handshake().await;
-    run.client
-        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
-        .await;
+    prompt_sent(&mut run).await;
     let (left, left_rec) = run.client_leaves().await;
 
     let mut run = start(TURN_AFTER_A_PAUSE, Opts::default());
-    run.handshake().await;
-    run.client
-        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
-        .await;
+    prompt_sent(&mut run).await;
     for _ in 0..3 {
         run.client.recv().await;
     }
@@ -1541,10 +1531,7 @@ await = "perm"
 reply_to"#,
     );
     let mut run = start(&body, Opts::default());
-    run.handshake().await;
-    run.client
-        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
-        .await;
+    prompt_sent(&mut run).await;
     let (out, rec) = run.client_leaves().await;
     match &out.end {
         RunEnd::Incomplete { step, reason } => {
@@ -1571,10 +1558,7 @@ reply_to"#,
 async fn a_pause_ends_when_the_client_process_exits() {
     let body = ANSWER_THEN_NOTIFY.replace("delay_ms = 100", "delay_ms = 600000");
     let mut run = start(&body, Opts::default());
-    run.handshake().await;
-    run.client
-        .send(r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"ses_test","prompt":[]}}"#)
-        .await;
+    prompt_sent(&mut run).await;
     assert_eq!(run.client.recv().await["result"]["stopReason"], "end_turn");
     run.gone.send_replace(true);
     // Within TEST_WAIT, not the ten-minute pause.

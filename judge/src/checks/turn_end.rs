@@ -438,46 +438,36 @@ mod tests {
     /// codex-acp@0.13/permission-after-stop shows "cancelled"; the agent answers end_turn).
     #[test]
     fn a_turn_the_user_stopped_may_be_shown_cancelled_whatever_the_agent_answered() {
-        for closed_first in [true, false] {
-            let c = Case::new();
-            c.handshake();
-            c.prompt();
-            c.note(Note::UserCancel {
-                session_id: SID.into(),
-                by: Some("SIGINT".into()),
-            });
-            if closed_first {
-                c.note(Note::ConnectionClosed { step: "7".into() });
+        // Shown cancelled, the Stop is honoured; shown failed, it is a crash to the user:
+        // closed connection or not.
+        for (shown, expected) in [("cancelled", Grade::Pass), ("failed", Grade::Fail)] {
+            for closed_first in [true, false] {
+                let c = Case::new();
+                c.handshake();
+                c.prompt();
+                c.note(Note::UserCancel {
+                    session_id: SID.into(),
+                    by: Some("SIGINT".into()),
+                });
+                if closed_first {
+                    c.note(Note::ConnectionClosed { step: "7".into() });
+                }
+                c.prompt_result("end_turn");
+                turn(&c, shown);
+                shutdown(&c);
+                let finding = c.grade(&TurnEnd);
+                assert_eq!(
+                    finding.grade, expected,
+                    "{shown}, closed first: {closed_first}"
+                );
+                if expected == Grade::Fail {
+                    assert_grade(
+                        &finding,
+                        Grade::Fail,
+                        "Expected \"completed\" or \"cancelled\"",
+                    );
+                }
             }
-            c.prompt_result("end_turn");
-            turn(&c, "cancelled");
-            shutdown(&c);
-            assert_eq!(
-                c.grade(&TurnEnd),
-                Finding::pass(),
-                "closed first: {closed_first}"
-            );
-        }
-        // Shown failed, the Stop is a crash to the user, closed connection or not.
-        for closed_first in [true, false] {
-            let c = Case::new();
-            c.handshake();
-            c.prompt();
-            c.note(Note::UserCancel {
-                session_id: SID.into(),
-                by: Some("SIGINT".into()),
-            });
-            if closed_first {
-                c.note(Note::ConnectionClosed { step: "7".into() });
-            }
-            c.prompt_result("end_turn");
-            turn(&c, "failed");
-            shutdown(&c);
-            assert_grade(
-                &c.grade(&TurnEnd),
-                Grade::Fail,
-                "Expected \"completed\" or \"cancelled\"",
-            );
         }
         // Without the user's Stop, cancelled is no way to show an end_turn.
         let c = Case::new();
