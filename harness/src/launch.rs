@@ -140,6 +140,39 @@ pub fn check_startable(program: &str, path_var: Option<&std::ffi::OsStr>) -> Res
     Ok(())
 }
 
+/// Run in the client's process between fork and exec: every signal the harness sends (or a
+/// person would) at its default disposition, and none blocked. A harness started in the
+/// background of a non-interactive shell (`cargo test &`, nohup, some CI runners) inherits
+/// SIGINT and SIGQUIT ignored, and an ignored disposition survives exec: the user's Ctrl-C (a
+/// profile's `[cancel] signal = "SIGINT"`) would never reach the client, and Python would not
+/// even raise KeyboardInterrupt. chuk-acp then finished the turn it was told to stop, so the
+/// verdict depended on how the harness was started.
+fn default_signals() -> std::io::Result<()> {
+    const SIGNALS: [libc::c_int; 7] = [
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGPIPE,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+    ];
+    // SAFETY: plain integer arguments; signal(2) and sigprocmask(2) are async-signal-safe.
+    unsafe {
+        for signal in SIGNALS {
+            if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 pub fn launch_with(
     argv: &[String],
     env: &[(String, String)],
@@ -157,6 +190,10 @@ pub fn launch_with(
         .process_group(0)
         // Belt and braces: if the harness itself dies, tokio still kills the direct child.
         .kill_on_drop(true);
+    // SAFETY: `default_signals` only makes async-signal-safe calls (signal, sigprocmask).
+    unsafe {
+        cmd.pre_exec(default_signals);
+    }
     let master = if let Some(size) = screen {
         // A full-screen client: all three streams are its terminal, of the profile's size.
         let (master, slave) = crate::pty::open_sized(Some(size))?;
@@ -349,4 +386,44 @@ impl Launched {
 /// True if any process of the group is still alive.
 pub fn group_alive(pgid: i32) -> bool {
     killpg(Pid::from_raw(pgid), None).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The signals process `pid` ignores (`SigIgn` of /proc/<pid>/status), one bit per signal.
+    fn ignored_signals(pid: i32) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+        let mask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigIgn:"))
+            .expect("a SigIgn line");
+        u64::from_str_radix(mask.trim(), 16).expect("a hex mask")
+    }
+
+    #[tokio::test]
+    async fn the_client_gets_sigint_at_its_default_when_the_harness_ignores_it() {
+        // As a harness started with `&` from a script: SIGINT ignored, inherited across exec.
+        // SAFETY: plain integer arguments; restored below, before any assertion can panic.
+        let before = unsafe { libc::signal(libc::SIGINT, libc::SIG_IGN) };
+        let launched = launch_with(
+            &["sleep".to_owned(), "30".to_owned()],
+            &[],
+            Path::new("/"),
+            false,
+            None,
+        );
+        // SAFETY: as above.
+        unsafe { libc::signal(libc::SIGINT, before) };
+        let mut launched = launched.expect("sleep starts");
+        let ignored = ignored_signals(launched.pgid);
+        launched.finish(Duration::ZERO).await;
+        let sigint = 1u64 << (libc::SIGINT - 1);
+        assert_eq!(
+            ignored & sigint,
+            0,
+            "the client ignores SIGINT: {ignored:#x}"
+        );
+    }
 }
