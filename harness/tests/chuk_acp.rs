@@ -52,7 +52,8 @@ fn chuk_acp_program_passes_the_suite_with_its_baseline() {
     let spec = real_client::client(&profile("chuk-acp-program.toml"), &program);
     // The newest releases and the regressions: enough to show the program and the rules agree
     // (the rules' test above plays the whole suite).
-    let results = real_client::assert_current_suite_green(&spec, &profile("baseline.toml"), 20);
+    let results =
+        real_client::assert_current_suite_green(&spec, &profile("baseline.toml"), 20, &[]);
     let observed = results
         .iter()
         .any(|r| real_client::observed(r, "[Stop reason: end_turn]"));

@@ -47,7 +47,7 @@ fn ralph_any_passes_the_suite_with_its_baseline() {
     // claude-code-acp (and the Claude Agent SDK it imports) before it spawns the agent. Its suite is
     // CPU-bound: one case per core (real_client::suite_jobs). Its profile's `startup_ms` gives it
     // the time to start beyond the 5 s step timeout, which a few cases needed on a busy machine.
-    let results = real_client::assert_current_suite_green(&spec, &profile("baseline.toml"), 1);
+    let results = real_client::assert_current_suite_green(&spec, &profile("baseline.toml"), 1, &[]);
     let mut cancelled = 0;
     for r in &results {
         let id = &r.record.meta.case_id;

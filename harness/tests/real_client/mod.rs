@@ -171,11 +171,13 @@ pub fn assert_suite_green(
 /// the suite's time (ralph-any's whole suite is 3½ minutes of Python starts on two cores, and
 /// `.ci/run` must stay under 25). `ACP_REAL_CLIENT_CORPUS=full` plays the whole suite, as
 /// `ci/load-proof` and `acp-harness run` always do. Every baseline entry must still name a case
-/// of the whole suite; entries of the versions not played are not judged.
+/// of the whole suite; entries of the versions not played are not judged. `also`: cases of older
+/// releases the test reads findings from, played too.
 pub fn assert_current_suite_green(
     spec: &ClientSpec,
     baseline_file: &Path,
     jobs_per_core: usize,
+    also: &[&str],
 ) -> Vec<CaseResult> {
     if std::env::var("ACP_REAL_CLIENT_CORPUS").is_ok_and(|v| v == "full") {
         return assert_suite_green(spec, baseline_file, jobs_per_core);
@@ -190,9 +192,10 @@ pub fn assert_current_suite_green(
     let current: Vec<_> = cases
         .into_iter()
         .filter(|c| {
-            agent_version(&c.id).is_some_and(|(agent, version)| {
-                agent == "regressions" || newest.get(agent).is_some_and(|v| *v == version)
-            })
+            also.contains(&c.id.as_str())
+                || agent_version(&c.id).is_some_and(|(agent, version)| {
+                    agent == "regressions" || newest.get(agent).is_some_and(|v| *v == version)
+                })
         })
         .collect();
     assert!(!current.is_empty(), "no case of a newest agent release");
