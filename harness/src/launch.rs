@@ -368,7 +368,7 @@ impl Launched {
             },
         };
         // stderr closes once every holder of the pipe is gone; do not wait forever for it.
-        let _ = machine_time::timeout(Duration::from_millis(500), &mut self.stderr_task).await;
+        let _ = tokio::time::timeout(Duration::from_millis(500), &mut self.stderr_task).await;
         exited.info
     }
 

@@ -639,8 +639,7 @@ async fn run_case_inner(
         plane.drain(Duration::from_millis(500)).await;
     }
     for reader in readers {
-        // Machine time: late frames still reach the transcript on a loaded machine.
-        let _ = acp_fake_agents::machine_time::timeout(Duration::from_millis(500), reader).await;
+        let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
     }
     record.stderr_tail = launched.stderr_tail();
     // The case is over: move the transcript out rather than copy it (the copy was a third of

@@ -266,7 +266,7 @@ impl ControlPlane {
 
     /// Waits (bounded) for the event reader to drain the adapter's stdout.
     pub async fn drain(&mut self, timeout: Duration) {
-        let _ = machine_time::timeout(timeout, &mut self.reader).await;
+        let _ = tokio::time::timeout(timeout, &mut self.reader).await;
     }
 }
 
