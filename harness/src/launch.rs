@@ -140,37 +140,24 @@ pub fn check_startable(program: &str, path_var: Option<&std::ffi::OsStr>) -> Res
     Ok(())
 }
 
-/// Run in the client's process between fork and exec: every signal the harness sends (or a
-/// person would) at its default disposition, and none blocked. A harness started in the
+/// Before a client starts: the signals a person sends (Ctrl-C, Ctrl-\\) back to their default in the
+/// harness when they were ignored, so the client inherits the default. A harness started in the
 /// background of a non-interactive shell (`cargo test &`, nohup, some CI runners) inherits
 /// SIGINT and SIGQUIT ignored, and an ignored disposition survives exec: the user's Ctrl-C (a
 /// profile's `[cancel] signal = "SIGINT"`) would never reach the client, and Python would not
 /// even raise KeyboardInterrupt. chuk-acp then finished the turn it was told to stop, so the
 /// verdict depended on how the harness was started.
-fn default_signals() -> std::io::Result<()> {
-    const SIGNALS: [libc::c_int; 7] = [
-        libc::SIGINT,
-        libc::SIGQUIT,
-        libc::SIGTERM,
-        libc::SIGHUP,
-        libc::SIGPIPE,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-    ];
-    // SAFETY: plain integer arguments; signal(2) and sigprocmask(2) are async-signal-safe.
-    unsafe {
-        for signal in SIGNALS {
-            if libc::signal(signal, libc::SIG_DFL) == libc::SIG_ERR {
-                return Err(std::io::Error::last_os_error());
+fn default_signals() {
+    for signal in [libc::SIGINT, libc::SIGQUIT] {
+        // SAFETY: plain integer arguments. Only an ignored signal is touched: a handler the
+        // harness installed (tokio's Ctrl-C) stays.
+        unsafe {
+            let previous = libc::signal(signal, libc::SIG_DFL);
+            if previous != libc::SIG_IGN && previous != libc::SIG_ERR {
+                libc::signal(signal, previous);
             }
         }
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
     }
-    Ok(())
 }
 
 pub fn launch_with(
@@ -190,10 +177,9 @@ pub fn launch_with(
         .process_group(0)
         // Belt and braces: if the harness itself dies, tokio still kills the direct child.
         .kill_on_drop(true);
-    // SAFETY: `default_signals` only makes async-signal-safe calls (signal, sigprocmask).
-    unsafe {
-        cmd.pre_exec(default_signals);
-    }
+    // Not with `pre_exec`: that forces fork+exec, and forking the self-test's 2 GB process
+    // 40,000 times made it four times slower; the harness's own dispositions are inherited.
+    default_signals();
     let master = if let Some(size) = screen {
         // A full-screen client: all three streams are its terminal, of the profile's size.
         let (master, slave) = crate::pty::open_sized(Some(size))?;
