@@ -22,6 +22,7 @@
 mod program;
 pub mod rules;
 pub mod screen;
+mod streams;
 mod template;
 mod wire;
 
@@ -32,7 +33,7 @@ use acp_vocab::control::{Event, Observed};
 use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Recorder};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+use tokio::io::AsyncRead;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
@@ -534,10 +535,10 @@ impl Observer {
         *shared.backend.lock().unwrap_or_else(|e| e.into_inner()) = backend;
         let mut tasks = Vec::new();
         if let Some(stdout) = streams.stdout {
-            tasks.push(tokio::spawn(read_lines(stdout, Arc::clone(&shared))));
+            tasks.push(tokio::spawn(streams::read_lines(stdout, Arc::clone(&shared))));
         }
         if let Some(stderr) = streams.stderr {
-            tasks.push(tokio::spawn(read_stderr(stderr, Arc::clone(&shared))));
+            tasks.push(tokio::spawn(streams::read_stderr(stderr, Arc::clone(&shared))));
         }
         if let Some(terminal) = streams.terminal {
             let settle = spec
@@ -545,7 +546,7 @@ impl Observer {
                 .tui
                 .as_ref()
                 .map(|t| Duration::from_millis(t.settle_ms));
-            tasks.push(tokio::spawn(read_terminal(
+            tasks.push(tokio::spawn(streams::read_terminal(
                 terminal,
                 Arc::clone(&shared),
                 settle,
@@ -600,102 +601,6 @@ impl Observer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-    }
-}
-
-/// Feeds stdout to the observer line by line until EOF.
-async fn read_lines(stdout: Box<dyn AsyncRead + Send + Unpin>, shared: Arc<Shared>) {
-    let mut reader = BufReader::new(stdout);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match (&mut reader)
-            .take(MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await
-        {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        if line.len() > MAX_LINE {
-            if !skip_line(&mut reader).await {
-                break;
-            }
-            continue;
-        }
-        let text = String::from_utf8_lossy(&line);
-        shared.feed(Shown::Stdout(text.trim_end_matches(['\n', '\r'])));
-    }
-}
-
-/// Discards the rest of an overlong line without holding it; false at EOF or on an error.
-async fn skip_line(reader: &mut BufReader<Box<dyn AsyncRead + Send + Unpin>>) -> bool {
-    loop {
-        let (consumed, done) = match reader.fill_buf().await {
-            Ok([]) | Err(_) => return false,
-            Ok(buf) => match buf.iter().position(|&b| b == b'\n') {
-                Some(pos) => (pos + 1, true),
-                None => (buf.len(), false),
-            },
-        };
-        reader.consume(consumed);
-        if done {
-            return true;
-        }
-    }
-}
-
-/// Feeds stderr to the observer line by line (a last line without its newline at the end).
-async fn read_stderr(mut stderr: mpsc::UnboundedReceiver<Vec<u8>>, shared: Arc<Shared>) {
-    let mut pending: Vec<u8> = Vec::new();
-    while let Some(chunk) = stderr.recv().await {
-        pending.extend_from_slice(&chunk);
-        while let Some(pos) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=pos).collect();
-            let text = String::from_utf8_lossy(&line);
-            shared.feed(Shown::Stderr(text.trim_end_matches(['\n', '\r'])));
-        }
-        if pending.len() > MAX_LINE {
-            pending.clear();
-        }
-    }
-    if !pending.is_empty() {
-        shared.feed(Shown::Stderr(&String::from_utf8_lossy(&pending)));
-    }
-}
-
-/// Feeds terminal output to the observer in chunks until the terminal ends; with a screen
-/// (`settle`), tells it each time the screen has been still for that long after a change.
-async fn read_terminal(
-    mut terminal: mpsc::UnboundedReceiver<Vec<u8>>,
-    shared: Arc<Shared>,
-    settle: Option<Duration>,
-) {
-    let mut changed = false;
-    loop {
-        let chunk = match settle.filter(|_| changed) {
-            // A quiet-time measurement, not a timeout: the screen counts once it stops moving.
-            Some(quiet) => match tokio::time::timeout(quiet, terminal.recv()).await {
-                Ok(chunk) => chunk,
-                Err(_) => {
-                    changed = false;
-                    shared.feed(Shown::Settled);
-                    shared.screen_settled();
-                    continue;
-                }
-            },
-            None => terminal.recv().await,
-        };
-        let Some(chunk) = chunk else { break };
-        shared.feed(Shown::Terminal(&chunk));
-        changed = true;
-        shared
-            .moving
-            .store(settle.is_some(), std::sync::atomic::Ordering::SeqCst);
-    }
-    if changed {
-        shared.feed(Shown::Settled);
-        shared.screen_settled();
     }
 }
 
