@@ -325,3 +325,52 @@ fn a_warning_is_counted_as_a_warning_unless_strict() {
         assert!(stdout.contains(line), "{stdout}");
     }
 }
+
+/// `diff --same-grades` fails on any grade that moved; `--intermittent` excuses, and still lists,
+/// the trials an intermittent entry of the client's baseline names (a race in the client).
+#[test]
+fn same_grades_fails_on_a_moved_grade_unless_an_intermittent_entry_names_it() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../reports/tests/fixtures/reference/run.json");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let old = dir.path().join("old.json");
+    let new = dir.path().join("new.json");
+    std::fs::copy(&fixture, &old).expect("copy the fixture");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&fixture).expect("fixture")).expect("json");
+    let trial = &mut run["cases"][0]["trials"][0];
+    assert_eq!(trial["name"], "acme@1.0/edit-approve::subject-kind");
+    trial["grade"] = "fail".into();
+    trial["message"] = "a failure under load".into();
+    std::fs::write(&new, run.to_string()).expect("write the new run");
+    let baseline = |intermittent: bool| {
+        let path = dir.path().join(format!("baseline-{intermittent}.toml"));
+        let text = format!(
+            "[expected.\"acme@1.0/edit-approve::subject-kind\"]\nreason = \"a race in the client\"\nintermittent = {intermittent}\n"
+        );
+        std::fs::write(&path, text).expect("write a baseline");
+        path
+    };
+    let diff = |extra: &[&std::path::Path]| {
+        let mut cmd = harness();
+        cmd.args(["diff", "--same-grades"]);
+        for b in extra {
+            cmd.arg("--intermittent").arg(b);
+        }
+        cmd.arg(&old).arg(&new).output().expect("diff runs")
+    };
+    assert_eq!(diff(&[]).status.code(), Some(1), "a moved grade");
+    let steady = diff(&[&baseline(false)]);
+    assert_eq!(
+        steady.status.code(),
+        Some(1),
+        "an entry that is not intermittent"
+    );
+    let racy = diff(&[&baseline(true)]);
+    let out = String::from_utf8_lossy(&racy.stdout);
+    assert_eq!(racy.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("acme@1.0/edit-approve::subject-kind moved, as an intermittent entry"),
+        "{out}"
+    );
+}

@@ -535,10 +535,16 @@ impl Observer {
         *shared.backend.lock().unwrap_or_else(|e| e.into_inner()) = backend;
         let mut tasks = Vec::new();
         if let Some(stdout) = streams.stdout {
-            tasks.push(tokio::spawn(streams::read_lines(stdout, Arc::clone(&shared))));
+            tasks.push(tokio::spawn(streams::read_lines(
+                stdout,
+                Arc::clone(&shared),
+            )));
         }
         if let Some(stderr) = streams.stderr {
-            tasks.push(tokio::spawn(streams::read_stderr(stderr, Arc::clone(&shared))));
+            tasks.push(tokio::spawn(streams::read_stderr(
+                stderr,
+                Arc::clone(&shared),
+            )));
         }
         if let Some(terminal) = streams.terminal {
             let settle = spec
