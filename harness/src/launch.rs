@@ -149,12 +149,15 @@ pub fn check_startable(program: &str, path_var: Option<&std::ffi::OsStr>) -> Res
 /// verdict depended on how the harness was started.
 fn default_signals() {
     for signal in [libc::SIGINT, libc::SIGQUIT] {
-        // SAFETY: plain integer arguments. Only an ignored signal is touched: a handler the
-        // harness installed (tokio's Ctrl-C) stays.
+        // SAFETY: sigaction(2) with no new action only reads; signal(2) takes plain integers.
+        // Only an ignored signal is changed: a handler the harness installed (tokio's Ctrl-C)
+        // is never replaced, not even for a moment.
         unsafe {
-            let previous = libc::signal(signal, libc::SIG_DFL);
-            if previous != libc::SIG_IGN && previous != libc::SIG_ERR {
-                libc::signal(signal, previous);
+            let mut current: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+                && current.sa_sigaction == libc::SIG_IGN
+            {
+                libc::signal(signal, libc::SIG_DFL);
             }
         }
     }
