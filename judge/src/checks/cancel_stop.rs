@@ -24,7 +24,12 @@
 //!   run that ended incomplete or timed out: the harness waited at least one step timeout after
 //!   the cancel, so the answer is missing, not late (a crash is reported as the death instead).
 //! * #50: a client error response that answers no request (a rejected update) during the
-//!   cancelled turn, or the client dying before the cancelled turn ended, is `fail`.
+//!   cancelled turn, or the client dying before the cancelled turn ended, is `fail`. Not when
+//!   the client died with an agent request of that turn, sent before the cancel and not a
+//!   permission request the cancel settles, still unanswered (a `terminal/wait_for_exit`): it
+//!   may have died of that request before it read the cancel, which is the machine's race, so
+//!   neither the death nor a missing `session/cancel` is put on the cancel (`jsonrpc` names the
+//!   request). What the client did send before dying is judged as usual.
 //! * #42 (marking tool calls cancelled) is client display state with no fixed vocabulary in the
 //!   control protocol (item `status` is free text), so it is not graded.
 //! * The turn state needs the control plane (or a client profile's observer that reports `turn`
@@ -134,6 +139,32 @@ struct Scope<'p, 'a> {
     pending: Vec<&'p PermissionRequest<'a>>,
 }
 
+const DIED_OF_EARLIER_REQUEST: &str = "the client's death is not put on the cancel: it died with a request the agent sent before the cancel unanswered (jsonrpc names it), and it may have died of that request before it read the cancel";
+
+/// An agent request of the cancelled turn (sent after its `session/prompt`, before the user
+/// cancel at `at`) that the client never answered and that the cancel does not settle (not a
+/// permission request of the cancelled session). When the client then dies, which it read
+/// first, that request or the cancel, is the machine's race: the harness wrote the cancel to
+/// the adapter while the request may still have sat unread in the agent pipe. So the death is
+/// not judged as the cancel's (R50); `jsonrpc` names the request left unanswered.
+fn request_it_may_have_died_of(
+    model: &WireModel<'_>,
+    sid: &str,
+    prompt: usize,
+    at: usize,
+) -> Option<&'static str> {
+    model
+        .msgs_from(prompt + 1)
+        .iter()
+        .take_while(|m| m.index < at)
+        .filter(|m| m.from == Side::Agent && m.is_request())
+        .filter(|m| {
+            !(m.is_request_for("session/request_permission") && m.params_session_id() == Some(sid))
+        })
+        .any(|m| model.answers_to(m.index).is_empty())
+        .then_some(DIED_OF_EARLIER_REQUEST)
+}
+
 /// Grades one cancel; returns why the turn state was left unchecked, if it was.
 fn check_cancel(
     case: &CaseRecord,
@@ -165,6 +196,15 @@ fn check_cancel(
         .filter(|p| p.session_id == Some(sid))
         .collect();
 
+    // What the client never did because it died may be owed to an earlier request, not to
+    // the cancel; what it did do is judged all the same.
+    let died_of_earlier = match (&case.end, prompt, prompt_response) {
+        (RunEnd::Crash { .. }, Some(p), None) => {
+            request_it_may_have_died_of(model, sid, p.index, at)
+        }
+        _ => None,
+    };
+
     // 1. session/cancel (R43 context, docs/architecture.md §5.3).
     if prompt.is_some() || !pending.is_empty() {
         let sent = model
@@ -187,7 +227,7 @@ fn check_cancel(
                 ),
                 &[at, request.index],
             );
-        } else if !sent {
+        } else if !sent && died_of_earlier.is_none() {
             let rejected = pending.iter().find_map(|p| {
                 let answer = p.answers.first().copied()?;
                 match model.permission_answer(answer) {
@@ -318,7 +358,7 @@ fn check_cancel(
         }
     }
     if let RunEnd::Crash { .. } = case.end {
-        if prompt.is_some() && prompt_response.is_none() {
+        if prompt.is_some() && prompt_response.is_none() && died_of_earlier.is_none() {
             problems.fail(
                 192,
                 format!(
@@ -330,7 +370,9 @@ fn check_cancel(
     }
 
     // 4. The client shows the turn as cancelled when the agent says so (R46–R48).
-    let response = prompt_response?;
+    let Some(response) = prompt_response else {
+        return died_of_earlier;
+    };
     let stop_reason = model
         .msg(response)
         .and_then(|m| m.result())
@@ -666,6 +708,57 @@ mod tests {
             &c.grade(&CancelStop),
             Grade::Fail,
             "the client died after the user cancel",
+        );
+    }
+
+    /// Prompt, an allowed command whose `terminal/wait_for_exit` is open, the user cancels.
+    fn cancel_while_waiting_for_a_command(c: &Case) {
+        c.handshake();
+        c.prompt();
+        c.permission(json!(0), json!({"toolCallId":"c"}), opts3());
+        c.select(json!(0), "once");
+        c.a2c(json!({"jsonrpc":"2.0","id":1,"method":"terminal/wait_for_exit","params":{"sessionId":SID,"terminalId":"t"}}));
+        c.cmd(json!({"type":"cancel","seq":3,"session":"s1"}));
+    }
+
+    #[test]
+    fn a_death_with_an_earlier_request_unanswered_is_not_put_on_the_cancel() {
+        let died = RunEnd::Crash {
+            exit_code: Some(101),
+            signal: None,
+            reason: "exited".into(),
+        };
+        // The client died before it read the cancel: no session/cancel.
+        let mut c = Case::new();
+        cancel_while_waiting_for_a_command(&c);
+        c.end = died.clone();
+        let f = c.grade(&CancelStop);
+        assert_grade(&f, Grade::Pass, "may have died of that request");
+        // It read the cancel first, then the request: the same grade.
+        let mut c = Case::new();
+        cancel_while_waiting_for_a_command(&c);
+        c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
+        c.end = died.clone();
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Pass,
+            "may have died of that request",
+        );
+        // What it did do before dying is judged all the same.
+        let mut c = Case::new();
+        cancel_while_waiting_for_a_command(&c);
+        c.c2a(json!({"jsonrpc":"2.0","id":7,"method":"session/cancel","params":{"sessionId":SID}}));
+        c.end = died.clone();
+        assert_grade(&c.grade(&CancelStop), Grade::Fail, "as a request");
+        // With that request answered, the death is the cancelled turn's.
+        let mut c = Case::new();
+        cancel_while_waiting_for_a_command(&c);
+        c.c2a(json!({"jsonrpc":"2.0","id":1,"result":{"exitCode":0}}));
+        c.end = died;
+        assert_grade(
+            &c.grade(&CancelStop),
+            Grade::Fail,
+            "never sent session/cancel",
         );
     }
 
