@@ -25,11 +25,12 @@
 //!   the cancel, so the answer is missing, not late (a crash is reported as the death instead).
 //! * #50: a client error response that answers no request (a rejected update) during the
 //!   cancelled turn, or the client dying before the cancelled turn ended, is `fail`. Not when
-//!   the client died with an agent request of that turn, sent before the cancel and not a
-//!   permission request the cancel settles, still unanswered (a `terminal/wait_for_exit`): it
-//!   may have died of that request before it read the cancel, which is the machine's race, so
-//!   neither the death nor a missing `session/cancel` is put on the cancel (`jsonrpc` names the
-//!   request). What the client did send before dying is judged as usual.
+//!   the agent sent it, in that turn before the cancel, a request it never answered (other than
+//!   a permission request the cancel settles; a `terminal/wait_for_exit`, say) or a message it
+//!   cannot be expected to know: it may have died of that frame before it read the cancel,
+//!   which is the machine's race, so neither the death nor a missing `session/cancel` is put on
+//!   the cancel (`jsonrpc` or `unknown-messages` names the frame). What the client did send
+//!   before dying is judged as usual.
 //! * #42 (marking tool calls cancelled) is client display state with no fixed vocabulary in the
 //!   control protocol (item `status` is free text), so it is not graded.
 //! * The turn state needs the control plane (or a client profile's observer that reports `turn`
@@ -40,6 +41,7 @@
 //! * A pending request whose agent the harness killed before it was answered (note
 //!   `agent_killed`, a scenario's `fault = "crash"`) is not required to be answered.
 
+use crate::rules::{RuleId, id::*};
 use std::collections::HashMap;
 
 use acp_vocab::control::{Command, Event, Turn, TurnState};
@@ -55,8 +57,8 @@ impl Check for CancelStop {
         "cancel-stop"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[42, 43, 44, 46, 47, 48, 50, 182, 192]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R42, R43, R44, R46, R47, R48, R50, R182, R192]
     }
 
     fn requirement(&self) -> &'static str {
@@ -94,7 +96,7 @@ impl Check for CancelStop {
             open.retain(|p| p.answers.iter().all(|&a| a > at));
             let Some(sid) = targets[k] else {
                 problems.fail(
-                    43,
+                    R43,
                     format!(
                         "cannot tell which session the user cancel #{} targets: handle {} was never reported by a session_opened event.",
                         cancel.index,
@@ -139,21 +141,23 @@ struct Scope<'p, 'a> {
     pending: Vec<&'p PermissionRequest<'a>>,
 }
 
-const DIED_OF_EARLIER_REQUEST: &str = "the client's death is not put on the cancel: it died with a request the agent sent before the cancel unanswered (jsonrpc names it), and it may have died of that request before it read the cancel";
+const DIED_OF_EARLIER_FRAME: &str = "the client's death is not put on the cancel: before the cancel the agent sent it a request it never answered (jsonrpc names it) or a message it cannot be expected to know (unknown-messages names it), and it may have died of that before it read the cancel";
 
-/// An agent request of the cancelled turn (sent after its `session/prompt`, before the user
-/// cancel at `at`) that the client never answered and that the cancel does not settle (not a
-/// permission request of the cancelled session). When the client then dies, which it read
-/// first, that request or the cancel, is the machine's race: the harness wrote the cancel to
-/// the adapter while the request may still have sat unread in the agent pipe. So the death is
-/// not judged as the cancel's (R50); `jsonrpc` names the request left unanswered.
-fn request_it_may_have_died_of(
+/// Whether the client may have died of an agent frame of the cancelled turn (sent after its
+/// `session/prompt`, before the user cancel at `at`) rather than of the cancel: a request it
+/// never answered that the cancel does not settle (not a permission request of the cancelled
+/// session; a `terminal/wait_for_exit`, say), or a message it cannot be expected to know. Which
+/// it read first, that frame or the cancel, is the machine's race: the harness wrote the cancel
+/// to the adapter while the frame may still have sat unread in the agent pipe. So the death is
+/// not judged as the cancel's (R50); `jsonrpc` or `unknown-messages` names the frame.
+fn frame_it_may_have_died_of(
     model: &WireModel<'_>,
     sid: &str,
     prompt: usize,
     at: usize,
 ) -> Option<&'static str> {
-    model
+    let in_turn = |i: usize| prompt < i && i < at;
+    let unanswered = model
         .msgs_from(prompt + 1)
         .iter()
         .take_while(|m| m.index < at)
@@ -161,8 +165,13 @@ fn request_it_may_have_died_of(
         .filter(|m| {
             !(m.is_request_for("session/request_permission") && m.params_session_id() == Some(sid))
         })
-        .any(|m| model.answers_to(m.index).is_empty())
-        .then_some(DIED_OF_EARLIER_REQUEST)
+        .any(|m| model.answers_to(m.index).is_empty());
+    let unknown = || {
+        super::unknown_messages::unknown_message_indices(model)
+            .into_iter()
+            .any(in_turn)
+    };
+    (unanswered || unknown()).then_some(DIED_OF_EARLIER_FRAME)
 }
 
 /// Grades one cancel; returns why the turn state was left unchecked, if it was.
@@ -199,9 +208,7 @@ fn check_cancel(
     // What the client never did because it died may be owed to an earlier request, not to
     // the cancel; what it did do is judged all the same.
     let died_of_earlier = match (&case.end, prompt, prompt_response) {
-        (RunEnd::Crash { .. }, Some(p), None) => {
-            request_it_may_have_died_of(model, sid, p.index, at)
-        }
+        (RunEnd::Crash { .. }, Some(p), None) => frame_it_may_have_died_of(model, sid, p.index, at),
         _ => None,
     };
 
@@ -219,7 +226,7 @@ fn check_cancel(
         };
         if let Some(request) = (!sent).then(as_request).flatten() {
             problems.fail(
-                182,
+                R182,
                 format!(
                     "after the user cancel #{at} the client sent session/cancel for session \"{sid}\" as a request (id {}) at #{}, but session/cancel is a notification: it must have no id. An agent that handles the notification answers the request -32601 or not at all, and the turn may run on.",
                     request.id().map_or("?".to_owned(), |id| id.to_string()),
@@ -241,7 +248,7 @@ fn check_cancel(
             });
             match rejected {
                 Some((request, answer, id, kind)) => problems.fail(
-                    43,
+                    R43,
                     format!(
                         "cancel answered with reject and no session/cancel: after the user cancel #{at} the client answered request #{request} with option \"{id}\" ({kind}) at #{answer} and never sent session/cancel for session \"{sid}\". Expected session/cancel and {{\"outcome\":\"cancelled\"}}."
                     ),
@@ -251,7 +258,7 @@ fn check_cancel(
                     let mut frames = vec![at];
                     frames.extend(prompt.map(|p| p.index));
                     problems.fail(
-                        43,
+                        R43,
                         format!(
                             "after the user cancel #{at} the client never sent session/cancel for session \"{sid}\"{}.",
                             prompt.map_or(String::new(), |p| format!(
@@ -272,7 +279,7 @@ fn check_cancel(
         match answer.map(|a| (a, model.permission_answer(a))) {
             Some((_, PermissionAnswer::Cancelled)) => {}
             Some((a, other)) => problems.fail(
-                43,
+                R43,
                 format!(
                     "request #{} was pending at the user cancel #{at} and was answered {} (#{a}). Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (R43).",
                     request.index,
@@ -284,7 +291,7 @@ fn check_cancel(
                 && super::agent_killed_after(model, request.conn, request.index).is_none() =>
             {
                 problems.fail(
-                43,
+                R43,
                 format!(
                     "request #{} was pending at the user cancel #{at} and was never answered{}. Expected {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} (R43).",
                     request.index,
@@ -304,7 +311,7 @@ fn check_cancel(
                 && super::agent_killed_after(model, request.conn, request.index).is_none() =>
             {
                 problems.fail(
-                44,
+                R44,
                 format!(
                     "request #{} arrived after the user cancel #{at}, in the cancelled turn, and was never answered{}. Expected the client to answer it {{\"outcome\":{{\"outcome\":\"cancelled\"}}}} by itself, without asking the user (R44).",
                     request.index,
@@ -314,7 +321,7 @@ fn check_cancel(
             )
             }
             Some(&a) if model.permission_answer(a) == PermissionAnswer::Error => problems.fail(
-                44,
+                R44,
                 format!(
                     "request #{} arrived in the turn the user cancelled at #{at} and was answered with an error (#{a}). Expected the cancelled outcome (R44).",
                     request.index
@@ -326,7 +333,7 @@ fn check_cancel(
         for &a in &request.answers {
             if let PermissionAnswer::Selected(id) = model.permission_answer(a) {
                 problems.fail(
-                    44,
+                    R44,
                     format!(
                         "request #{} arrived in the turn the user cancelled at #{at} and was answered selected \"{id}\" (#{a}). Expected the cancelled outcome (R44).",
                         request.index
@@ -348,7 +355,7 @@ fn check_cancel(
             && !model.is_reply_to_garbage(m.index)
         {
             problems.fail(
-                192,
+                R192,
                 format!(
                     "after the user cancel #{at} the client sent error #{} that answers no request: it rejected an update of the cancelled turn. Expected updates to be accepted silently (R50).",
                     m.index
@@ -360,7 +367,7 @@ fn check_cancel(
     if let RunEnd::Crash { .. } = case.end {
         if prompt.is_some() && prompt_response.is_none() && died_of_earlier.is_none() {
             problems.fail(
-                192,
+                R192,
                 format!(
                     "the client died after the user cancel #{at}, before the agent ended the cancelled turn. Expected it to keep accepting updates until the session/prompt response (R50)."
                 ),
@@ -418,7 +425,7 @@ fn check_cancel(
         ended = true;
         if *state != TurnState::Cancelled {
             problems.fail(
-                48,
+                R48,
                 format!(
                     "the agent ended the cancelled turn with stopReason \"cancelled\" (#{response}) but the client shows the turn as \"{state}\" (#{}). Expected \"cancelled\".",
                     c.index
@@ -433,7 +440,7 @@ fn check_cancel(
         // nothing and is only noted.
         if case.end == RunEnd::Completed {
             problems.fail(
-                48,
+                R48,
                 format!(
                     "the agent ended the cancelled turn with stopReason \"cancelled\" (#{response}) but the client never reported the turn's end. Expected a turn event with state \"cancelled\"."
                 ),
@@ -733,17 +740,13 @@ mod tests {
         cancel_while_waiting_for_a_command(&c);
         c.end = died.clone();
         let f = c.grade(&CancelStop);
-        assert_grade(&f, Grade::Pass, "may have died of that request");
+        assert_grade(&f, Grade::Pass, "may have died of that");
         // It read the cancel first, then the request: the same grade.
         let mut c = Case::new();
         cancel_while_waiting_for_a_command(&c);
         c.c2a(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SID}}));
         c.end = died.clone();
-        assert_grade(
-            &c.grade(&CancelStop),
-            Grade::Pass,
-            "may have died of that request",
-        );
+        assert_grade(&c.grade(&CancelStop), Grade::Pass, "may have died of that");
         // What it did do before dying is judged all the same.
         let mut c = Case::new();
         cancel_while_waiting_for_a_command(&c);
@@ -760,6 +763,21 @@ mod tests {
             Grade::Fail,
             "never sent session/cancel",
         );
+    }
+
+    #[test]
+    fn a_death_after_an_unknown_update_is_not_put_on_the_cancel() {
+        let mut c = Case::new();
+        c.handshake();
+        c.prompt();
+        c.update(json!({"sessionUpdate":"agent_activity_update","activity":"thinking"}));
+        c.cmd(json!({"type":"cancel","seq":3,"session":"s1"}));
+        c.end = RunEnd::Crash {
+            exit_code: Some(1),
+            signal: None,
+            reason: "died".into(),
+        };
+        assert_grade(&c.grade(&CancelStop), Grade::Pass, "may have died of that");
     }
 
     #[test]

@@ -30,6 +30,7 @@
 //! * with a control plane: a tool call the agent announced after the first unknown message that
 //!   never got a timeline row, i.e. the client stopped processing updates: `warn` (same rules).
 
+use crate::rules::{RuleId, id::*};
 use serde_json::Value;
 
 use super::schema::is_foreign_method;
@@ -51,7 +52,7 @@ struct Unknown {
     /// The variant or the method alone, as a client's error message would name it.
     name: String,
     /// The rule that tells the client what to do with it.
-    rule: u16,
+    rule: RuleId,
     request: bool,
 }
 
@@ -60,8 +61,8 @@ impl Check for UnknownMessages {
         "unknown-messages"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[7, 88, 180, 181]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R7, R88, R180, R181]
     }
 
     fn requirement(&self) -> &'static str {
@@ -134,7 +135,7 @@ impl Check for UnknownMessages {
             // Going away is judged as what it is, not answering: the SHOULD to ignore what one
             // does not know and keep going (R88; R181 for session/update variants). A request
             // left unanswered already failed its MUST above.
-            let keep_going = if first.request { 88 } else { first.rule };
+            let keep_going = if first.request { R88 } else { first.rule };
             problems.warn(
                 keep_going,
                 with_stderr(
@@ -169,6 +170,12 @@ impl Check for UnknownMessages {
     }
 }
 
+/// Transcript indices of the agent messages a client cannot be expected to know (unknown
+/// session/update variants, extension and foreign methods), in order.
+pub(super) fn unknown_message_indices(model: &WireModel<'_>) -> Vec<usize> {
+    unknown_messages(model).iter().map(|u| u.index).collect()
+}
+
 /// Every agent message of an unknown session/update variant or an extension method, in order.
 fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
     let mut out = Vec::new();
@@ -181,7 +188,7 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
                 index: m.index,
                 what: format!("extension {kind} `{method}`"),
                 name: method.to_owned(),
-                rule: if request { 180 } else { 88 },
+                rule: if request { R180 } else { R88 },
                 request,
             });
         } else if is_foreign_method(method) {
@@ -190,7 +197,7 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
                 index: m.index,
                 what: format!("{kind} `{method}` (no ACP method)"),
                 name: method.to_owned(),
-                rule: if request { 7 } else { 88 },
+                rule: if request { R7 } else { R88 },
                 request,
             });
         } else if method == "session/update" && !request {
@@ -199,7 +206,7 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
                     index: m.index,
                     what: format!("session/update of the unknown variant `{variant}`"),
                     name: variant.to_owned(),
-                    rule: 181,
+                    rule: R181,
                     request: false,
                 });
             }
@@ -226,7 +233,7 @@ fn unknown_to_the_client(case: &CaseRecord, model: &WireModel<'_>) -> Option<Unk
             "session/update of the variant `{variant}` (an ACP variant, but one the client does not know: its stderr names it)"
         ),
         name: variant.to_owned(),
-        rule: 181,
+        rule: R181,
         request: false,
     })
 }
