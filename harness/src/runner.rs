@@ -8,32 +8,27 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use acp_fake_agents::engine::{self, EngineConfig};
 use acp_fake_agents::machine_time::{Deadline, Stamp, Waited};
 use acp_fake_agents::scenario::{Case, Scenario};
 use acp_vocab::note::Note;
 use acp_vocab::transcript::Recorder;
 use anyhow::{Context, Result};
 
-use crate::client_spec::{ClientSpec, ControlMode, Expansion};
-use crate::control::{ControlPlane, HandshakeError};
-use crate::launch;
-use crate::observe::Observer;
-use crate::wire_only::WireOnlyUser;
+use crate::client_spec::{ClientSpec, ControlMode};
 use acp_judge::checks::{Trial, grade_case};
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 
 mod case_dirs;
 mod case_files;
 mod client_exit;
+pub(crate) mod client_start;
+mod play;
 mod schedule;
+mod teardown;
 mod tui_end;
 
 use case_dirs::{CaseDirs, needs_home};
-use case_files::files_after;
-use client_exit::{
-    DRAIN_AFTER_EXIT, exit_verdict, needed_the_client, unless_client_exits, while_client_lives,
-};
+use client_start::ClientStart;
 pub use schedule::{for_each_case, run_cases};
 
 /// Knobs of a run.
@@ -258,9 +253,11 @@ fn case_meta(case: &Case, cfg: &RunConfig) -> CaseMeta {
     }
 }
 
-/// Plays `case` and records it. When the case holds the only reference to its scenario, the
-/// engine takes the steps out of it and frees each once played (`engine::run_freeing_steps`): the
-/// scenario has no steps afterwards, and nothing here reads them after the play starts.
+/// Plays `case` and records it, in three phases: the client is started ([`client_start`]),
+/// the scenario is played ([`play`]), the client is shut down and the record completed
+/// ([`teardown`]). When the case holds the only reference to its scenario, the engine takes the
+/// steps out of it and frees each once played (`engine::run_freeing_steps`): the scenario has
+/// no steps afterwards, and nothing here reads them after the play starts.
 async fn run_case_inner(
     case: &mut Case,
     client: &ClientSpec,
@@ -270,384 +267,74 @@ async fn run_case_inner(
     dirs: &mut CaseDirs,
 ) -> Result<CaseRecord> {
     let listener = dirs.listener();
-    let CaseDirs {
-        root,
-        workspace,
-        outside,
-        // An empty home for the client (profiles set e.g. `HOME = "{home}"`).
-        home,
-        // The client starts in a directory of its own, neither the workspace nor the harness's
-        // cwd: a client that sends its process cwd as the session cwd (instead of the directory
-        // the user opened) then fails `session-cwd` instead of passing by luck.
-        client: client_dir,
-        ..
-    } = &*dirs;
+    let dirs: &CaseDirs = dirs;
     // What the scenario says exists before the client starts ([[setup]]); a bad entry is the
     // scenario's (our) fault, graded as a harness error.
-    acp_fake_agents::scenario::setup::create(&case.scenario, workspace, outside)
+    acp_fake_agents::scenario::setup::create(&case.scenario, &dirs.workspace, &dirs.outside)
         .map_err(anyhow::Error::msg)?;
-    let socket = dirs.socket();
     let mut connector = listener.context("cannot listen on the relay socket")?;
     let gone = connector.client_gone();
-
-    let agent_argv = vec![
-        cfg.fake_agent.to_string_lossy().into_owned(),
-        "--connect".to_string(),
-        socket.to_string_lossy().into_owned(),
-    ];
-    let prompt = match case.scenario.first_prompt() {
-        Some(text) => case
-            .scenario
-            .fill_text(&text, workspace, outside)
-            .map_err(anyhow::Error::msg)?,
-        None => String::new(),
-    };
-    let expansion = Expansion {
-        agent_argv: &agent_argv,
-        prompt: &prompt,
-        cwd: workspace,
-        home,
-    };
-    let argv = client.expand_argv(&expansion);
-    let mut env = client.expand_env(&expansion);
-    env.push((
-        "ACP_HARNESS_AGENT".into(),
-        serde_json::to_string(&agent_argv)?,
-    ));
-    env.push((
-        "ACP_HARNESS_CWD".into(),
-        workspace.to_string_lossy().into_owned(),
-    ));
-
-    let meta = case_meta(case, cfg);
-    let repro = repro_command(&meta.case_id, client, &cfg.scenarios_dir);
-    let mut record = CaseRecord {
-        meta,
-        transcript: Vec::new(),
-        control_plane: client.control == ControlMode::Adapter,
-        control_supports: Vec::new(),
-        workspace: workspace.clone(),
-        outside: outside.clone(),
-        files_after: BTreeMap::new(),
-        symlinks: BTreeMap::new(),
-        end: RunEnd::Completed,
-        stderr_tail: String::new(),
-        repro,
-    };
-
-    let engine_cfg = EngineConfig {
-        cwd: workspace.clone(),
-        outside: outside.clone(),
-        step_timeout: cfg.step_timeout,
-        max_frame: cfg.max_frame,
-        standalone: false,
-        startup: Duration::from_millis(client.wire.startup_ms),
-    };
-
-    if client.control == ControlMode::None {
-        if let Err(reason) = crate::wire_only::playable(case, client) {
-            record.end = RunEnd::NotApplicable { reason };
-            record.transcript = rec.snapshot();
-            return Ok(record);
-        }
-    }
-    if let Err(reason) = crate::client_spec::write_files(&client.wire.files, &expansion) {
-        record.end = RunEnd::HarnessError { reason };
-        record.transcript = rec.snapshot();
-        return Ok(record);
-    }
-    let workdir = client.expand_workdir(&expansion);
-    if let Some(dir) = &workdir {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            record.end = RunEnd::HarnessError {
-                reason: format!(
-                    "could not create the profile's workdir {}: {e}",
-                    dir.display()
-                ),
-            };
-            record.transcript = rec.snapshot();
-            return Ok(record);
-        }
-    }
-    let launch_dir = workdir.as_deref().unwrap_or(client_dir);
-    let screen = client.wire.tui.as_ref().map(|t| (t.rows, t.cols));
-    let mut launched = match launch::launch_with(&argv, &env, launch_dir, client.wire.tty, screen) {
-        Ok(l) => l,
-        Err(err) => {
-            record.end = RunEnd::Crash {
-                exit_code: None,
-                signal: None,
-                reason: format!("{err:#}"),
-            };
+    let start = ClientStart::for_case(case, client, cfg, dirs)?;
+    let mut record = client_start::new_record(case, client, cfg, dirs);
+    let mut launched = match start.launch(case, client, dirs, rec) {
+        Ok(launched) => launched,
+        Err(end) => {
+            record.end = end;
             record.transcript = rec.snapshot();
             return Ok(record);
         }
     };
-    rec.note(&Note::ClientStarted {
-        argv: argv.clone(),
-        pid: launched.pgid,
-    });
-    if let Some(note) = client.declared_policy_note() {
-        // The transcript says what the client promised, so it can be judged on its own.
-        rec.note(&note);
-    }
 
     // Counted in machine time, as the steps are: a loaded machine stretches the case, not the
     // client's share of it.
     let deadline = Deadline::after(cfg.case_timeout);
-    let mut control = None;
-    let mut observer: Option<Observer> = None;
-    let mut keep_alive = Vec::new();
-    let mut readers = Vec::new();
-    // A `[tui]` client's screen before it was told to quit.
-    let mut last_screen: Option<String> = None;
-    let end = match client.control {
-        ControlMode::Adapter => {
-            drop(launched.stderr.take()); // an adapter's stderr is only kept in the tail
-            let (Some(stdin), Some(stdout)) = (launched.stdin.take(), launched.stdout.take())
-            else {
-                anyhow::bail!("client stdio was not captured");
-            };
-            let mut plane = ControlPlane::new(stdin, stdout, rec.clone());
-            // A client that dies before its hello is judged at its exit, not after a step
-            // timeout (its stdout may be held open by a process it left behind).
-            let handshake = match unless_client_exits(
-                plane.handshake(cfg.step_timeout),
-                &launched,
-                DRAIN_AFTER_EXIT,
-            )
-            .await
-            {
-                Ok(handshake) => handshake,
-                Err(exited) => Err(HandshakeError::NoHello(format!(
-                    "the client exited ({}) before it said hello",
-                    exited.info.describe()
-                ))),
-            };
-            let end = match handshake {
-                Err(HandshakeError::Unsupported(reason)) => RunEnd::AdapterError { reason },
-                Err(HandshakeError::NoHello(reason)) => RunEnd::Incomplete { step: 0, reason },
-                Ok(supports) => {
-                    record.control_supports = supports;
-                    // An adapter that cannot do a user step of the scenario (reopen, list or
-                    // close a session, switch a mode …) cannot play it; nothing of it is judged.
-                    let missing = unsupported_commands(case, &record.control_supports);
-                    let run = engine::run_freeing_steps(
-                        case,
-                        &engine_cfg,
-                        &mut connector,
-                        &mut plane,
-                        rec,
-                    );
-                    match missing {
-                        Some(reason) => {
-                            rec.note(&Note::NotApplicable {
-                                reason: reason.clone(),
-                            });
-                            RunEnd::NotApplicable { reason }
-                        }
-                        None => match deadline
-                            .run(while_client_lives(run, &launched, &gone))
-                            .await
-                        {
-                            Ok(outcome) => {
-                                keep_alive = outcome.keep_alive;
-                                readers = outcome.readers;
-                                match (plane.protocol_error(), outcome.end) {
-                                    (Some(reason), _) => RunEnd::AdapterError { reason },
-                                    // Say why nothing more could happen.
-                                    (None, RunEnd::Incomplete { step, reason })
-                                        if plane.stdout_closed()
-                                            && !reason.contains("closed its stdout") =>
-                                    {
-                                        RunEnd::Incomplete {
-                                            step,
-                                            reason: format!(
-                                                "{reason} (the adapter had closed its stdout)"
-                                            ),
-                                        }
-                                    }
-                                    (None, end) => end,
-                                }
-                            }
-                            Err(waited) => case_timeout(cfg, waited),
-                        },
-                    }
-                }
-            };
-            control = Some(plane);
-            end
-        }
-        ControlMode::None => {
-            let stdout = launched
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn tokio::io::AsyncRead + Send + Unpin>);
-            let terminal = launched.terminal.take();
-            let (master, output) = match terminal {
-                Some(t) => (Some(t.master), Some(t.output)),
-                None => (None, None),
-            };
-            let streams = crate::observe::Streams {
-                stdout,
-                stderr: launched.stderr.take(),
-                terminal: output,
-            };
-            let obs = Observer::start(client, streams, rec.clone(), root);
-            let mut user = WireOnlyUser {
-                pid: launched.pgid,
-                rec: rec.clone(),
-                session_ids: case.scenario.session_ids(),
-                spec: client.clone(),
-                stdin: launched.stdin.take(),
-                terminal: master,
-                observer: obs.handle(),
-                env: env.clone(),
-                cwd: workspace.clone(),
-                cancel_argv: match &client.wire.cancel {
-                    crate::client_spec::Cancel::Command(argv) => {
-                        client.expand_template(argv, &expansion)
-                    }
-                    _ => Vec::new(),
-                },
-            };
-            observer = Some(obs);
-            let quit_on = user.terminal.clone();
-            let run = engine::run_freeing_steps(case, &engine_cfg, &mut connector, &mut user, rec);
-            let end = match deadline
-                .run(while_client_lives(run, &launched, &gone))
-                .await
-            {
-                Ok(outcome) => {
-                    keep_alive = outcome.keep_alive;
-                    readers = outcome.readers;
-                    outcome.end
-                }
-                Err(waited) => case_timeout(cfg, waited),
-            };
-            if let (Some(tui), Some(terminal)) = (&client.wire.tui, &quit_on) {
-                last_screen = tui_end::last_screen_then_quit(tui, terminal, &user.observer).await;
-            }
-            end
-        }
+    let stage = play::Stage {
+        case,
+        client,
+        cfg,
+        engine: client_start::engine_config(cfg, client, dirs),
+        connector: &mut connector,
+        launched: &mut launched,
+        gone: &gone,
+        deadline: &deadline,
+        rec,
     };
+    let mut played = match client.control {
+        ControlMode::Adapter => play::with_adapter(stage).await?,
+        ControlMode::None => play::wire_only(stage, &start, dirs).await,
+    };
+    record.control_supports = std::mem::take(&mut played.control_supports);
 
-    // Which terminal commands still run now that the agent is done with them. A look that may
-    // wait half a second for a dying process, so when the agent started any, it is taken off
-    // the runtime's workers and holds up no other case.
-    let terminals = workspace.join(crate::terminal_probe::DIR).exists();
-    let probes = if terminals {
-        let (workspace, root) = (workspace.clone(), root.clone());
-        off_the_runtime(move || crate::terminal_probe::Probes::at_scenario_end(&workspace, &root))
-            .await
-    } else {
-        crate::terminal_probe::Probes::default()
-    };
-    if matches!(end, RunEnd::Incomplete { .. } | RunEnd::Timeout { .. }) {
-        // When the run stopped waiting, and how long a step may wait: `jsonrpc` judges the
-        // requests that had waited that long by then as never answered.
-        rec.note(&Note::RunStopped {
-            step_timeout_ms: cfg.step_timeout.as_millis() as u64,
-            stretch: deadline.elapsed().stretch(),
-        });
-    }
-    // A client that died on its own while the scenario still needed it crashed; one killed by a
-    // signal crashed whenever it happened (`exit_verdict`).
-    let ended = Instant::now();
-    // Only an end that still needed the client waits for its exit: after any other, an exit
-    // status is not a crash, and a signal already received is seen at once.
-    let early_exit = if needed_the_client(&end) {
-        launched.exit_within(Duration::from_millis(300)).await
-    } else {
-        launched.try_exit()
-    };
-    // The time spent watching for a crash counts against the shutdown grace (below).
-    let exit_watch = ended.elapsed();
-    record.end = exit_verdict(early_exit, end);
-
-    if let Some(plane) = control.as_mut() {
-        let settle = cfg.settle_timeout.unwrap_or(cfg.step_timeout);
-        if record.end == RunEnd::Completed && !plane.settle(settle).await {
-            // `turn-end` cites this: the client did not show every turn ended in time.
-            rec.note(&Note::SettleTimeout {
-                waited_ms: settle.as_millis() as u64,
-            });
-        }
-        // A session never shown opened is for the checks to judge; nothing to note here.
-        if record.end == RunEnd::Completed {
-            plane.settle_sessions(settle).await;
-        }
-        plane.shutdown().await;
-    }
-    // A client without an adapter ends on its own after its turn (its exit status may be what
-    // it shows): give it a step's time for that, not just the shutdown grace.
-    // After a run that did not complete, the client gets one second in all (crash watch
-    // included) before the group is killed: it is stuck or dead, and the verdict is waiting.
-    let grace = if client.control == ControlMode::None && record.end == RunEnd::Completed {
-        cfg.step_timeout.max(Duration::from_secs(2))
-    } else if record.end == RunEnd::Completed {
-        Duration::from_secs(2)
-    } else {
-        Duration::from_secs(1).saturating_sub(exit_watch)
-    };
-    // Descendants that left the client's process group die with it (sweep.rs), before the wait
-    // for the end of its stderr, which they may hold open.
-    let marker = crate::sweep::case_marker(workspace);
-    let exit = launched
-        .finish_with(grace, || {
-            crate::sweep::kill_marked(&marker);
-        })
-        .await;
-    // Once more now that the client is reaped: on a loaded machine a grandchild in a process
-    // group of its own once outlived the case, missed by the first sweep (still being started,
-    // or its environment unreadable at that instant); by now it is listed in full.
-    crate::sweep::kill_marked(&marker);
-    timing.client_exited = launched.exited().map(|e| e.at);
-    // Terminal commands that outlived the client (in a group and an environment of their own,
-    // out of reach of both kills above) are killed here; the note says they were.
-    let left_running = if terminals || workspace.join(crate::terminal_probe::DIR).exists() {
-        let (workspace, root) = (workspace.clone(), root.clone());
-        off_the_runtime(move || probes.after_client_exit(&workspace, &root)).await
-    } else {
-        Vec::new()
-    };
-    for probe in left_running {
-        rec.note(Note::TerminalProbe(probe));
-    }
-    if let Some(obs) = observer.take() {
-        if client.wire.tui.is_some() {
-            // What the person saw last, with the verdict when the case did not complete.
-            let text = last_screen
-                .take()
-                .or_else(|| obs.handle().screen_text())
-                .unwrap_or_default();
-            tui_end::attach_screen(&mut record.end, &text);
-            rec.note(&Note::Screen { text });
-        }
-        if let Some(reason) = obs.finish(&exit, Duration::from_millis(500)).await {
-            record.end = RunEnd::AdapterError {
-                reason: format!("the profile's observer failed: {reason}"),
-            };
-        }
-    }
+    let terminals = teardown::terminals_at_scenario_end(dirs).await;
+    let (end, exit_watch) = teardown::end_with_exit(
+        std::mem::replace(&mut played.end, RunEnd::Completed),
+        &launched,
+        cfg,
+        &deadline,
+        rec,
+    )
+    .await;
+    record.end = end;
+    teardown::settle_adapter(&mut played, &record.end, cfg, rec).await;
+    let exit = teardown::reap(
+        &mut launched,
+        client,
+        cfg,
+        &record.end,
+        exit_watch,
+        &dirs.workspace,
+    )
+    .await;
+    teardown::kill_left_running(terminals, dirs, rec).await;
+    teardown::finish_observer(&mut played, client, &exit, &mut record.end, rec).await;
     rec.note(&Note::ClientExited {
         status: exit.describe(),
         exit_code: exit.code,
     });
-    drop(keep_alive);
-    if let Some(plane) = control.as_mut() {
-        plane.drain(Duration::from_millis(500)).await;
-    }
-    for reader in readers {
-        let _ = tokio::time::timeout(Duration::from_millis(500), reader).await;
-    }
-    record.stderr_tail = launched.stderr_tail();
-    // The case is over: move the transcript out rather than copy it (the copy was a third of
-    // the peak heap of a 10,000-update case; docs/performance.md).
-    record.transcript = rec.take();
-    record.files_after = files_after(&record.transcript, root);
-    record.symlinks = crate::case_symlinks::symlinks_under(root);
-    Ok(record)
+    teardown::drain(played).await;
+    Ok(teardown::complete_record(
+        record, &launched, rec, dirs, timing,
+    ))
 }
 
 fn case_timeout(cfg: &RunConfig, waited: Waited) -> RunEnd {

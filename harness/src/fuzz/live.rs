@@ -32,10 +32,10 @@ use serde_json::{Value, json};
 
 use super::driver::DriverConfig;
 use super::exit_cleanup::ExitSafeDir;
-use crate::client_spec::Expansion;
 use crate::control::{ControlPlane, HandshakeError};
 use crate::launch::{self, Launched};
 use crate::relay_listener::RelayListener;
+use crate::runner::client_start::ClientStart;
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 
 /// The session handle and ACP session id of the driver's one session.
@@ -126,31 +126,19 @@ impl Live {
                 )));
             }
         };
-        let agent_argv = vec![
-            cfg.fake_agent.to_string_lossy().into_owned(),
-            "--connect".to_owned(),
-            socket.to_string_lossy().into_owned(),
-        ];
-        let expansion = Expansion {
-            agent_argv: &agent_argv,
-            prompt: "",
-            cwd: &work,
-            home: &home,
-        };
-        let mut argv = cfg.client.expand_argv(&expansion);
+        let start = ClientStart::new(
+            &cfg.client,
+            &cfg.fake_agent,
+            &socket,
+            String::new(),
+            &work,
+            &home,
+        );
+        let mut argv = start.argv.clone();
         if let Some(policy) = policy {
             argv.extend(["--policy".to_owned(), policy.to_owned()]);
         }
-        let mut env = cfg.client.expand_env(&expansion);
-        env.push((
-            "ACP_HARNESS_AGENT".into(),
-            serde_json::to_string(&agent_argv).unwrap_or_default(),
-        ));
-        env.push((
-            "ACP_HARNESS_CWD".into(),
-            work.to_string_lossy().into_owned(),
-        ));
-        let mut launched = match launch::launch(&argv, &env, &work) {
+        let mut launched = match launch::launch(&argv, &start.env, &work) {
             Ok(l) => l,
             Err(e) => {
                 let mut record = failed_start(cfg, String::new());
