@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 
 use acp_harness::client_spec::{ClientSpec, Install};
 use acp_judge::checks::all_checks;
-use acp_judge::rules;
 use regex::Regex;
 
 const WRITE_VAR: &str = "ACP_WRITE_DOCS";
@@ -133,7 +132,7 @@ fn checks_table() -> String {
         let cited: BTreeSet<&str> = check
             .rules()
             .iter()
-            .filter_map(|&n| rules::get(n))
+            .filter_map(|&n| n.rule())
             .map(|r| {
                 if r.invariant.is_some() {
                     "invariant"
@@ -151,7 +150,7 @@ fn checks_table() -> String {
             out,
             "| [`{id}`](#{id}) | {} | {without} | {} ({}) |",
             cell(check.requirement()),
-            rule_ranges(check.rules()),
+            rule_ranges(&check.rules().iter().map(|r| r.number()).collect::<Vec<_>>()),
             levels.join(", ")
         )
         .expect("write to a String");
@@ -164,8 +163,8 @@ fn the_checks_table_is_current() {
     for check in all_checks() {
         for &n in check.rules() {
             assert!(
-                rules::get(n).is_some(),
-                "{} cites R{n}, which judge/rules.toml does not hold",
+                n.rule().is_some(),
+                "{} cites {n}, which judge/rules.toml does not hold",
                 check.id()
             );
         }
@@ -300,6 +299,76 @@ fn the_real_client_table_is_current() {
         "no profile clients/<name>/<name>.toml has an [install]: wrong root?"
     );
     assert_current(CLIENTS_DOC, "real-clients", &table);
+}
+
+/// The check ids a mutant row of clients/README.md names in its last column ("fails"): the
+/// backticked words that are check ids (the column may add words of its own).
+fn readme_mutant_rows(readme: &str) -> Vec<(String, BTreeSet<String>)> {
+    let ids: BTreeSet<&str> = all_checks().iter().map(|c| c.id()).collect();
+    let code = Regex::new("`([^`]+)`").expect("regex");
+    let section = readme
+        .split("## The mutants")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap_or_default();
+    section
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.strip_prefix("| `")?.split(" | ").collect();
+            let name = cells.first()?.trim_end_matches('`').to_owned();
+            if name.starts_with('-') {
+                return None; // the header row
+            }
+            let fails = code
+                .captures_iter(cells.last()?)
+                .map(|c| c[1].to_owned())
+                .filter(|id| ids.contains(id.as_str()))
+                .collect();
+            Some((name, fails))
+        })
+        .collect()
+}
+
+/// The mutant → checks table is kept once, in the reference client (`Mutant::checks`); the
+/// README's table of the mutants says the same, row for row.
+#[test]
+fn the_readme_names_each_mutants_checks_as_the_client_does() {
+    use acp_reference_client::mutation::Mutant;
+    let rows = readme_mutant_rows(&read("clients/README.md"));
+    let mut wrong = Vec::new();
+    for m in Mutant::ALL {
+        let want: BTreeSet<String> = m.checks().iter().map(|c| c.to_string()).collect();
+        match rows.iter().find(|(name, _)| name == m.name()) {
+            None => wrong.push(format!("{}: no row", m.name())),
+            Some((_, got)) if *got != want => wrong.push(format!(
+                "{}: the README says {got:?}, the client {want:?}",
+                m.name()
+            )),
+            Some(_) => {}
+        }
+    }
+    for (name, _) in &rows {
+        if Mutant::ALL.iter().all(|m| m.name() != name) {
+            wrong.push(format!(
+                "{name}: a row for a mutant the client does not ship"
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "clients/README.md, \"The mutants\", disagrees with clients/reference/src/mutation/checks.rs:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn a_readme_row_that_names_other_checks_is_found() {
+    let readme = "## The mutants\n\n| `--mutant` | a | b | fails |\n|---|---|---|---|\n| `always-command` | x | y | `subject-kind`, `fs` (a note) |\n\n## Next\n| `z` | q |\n";
+    let rows = readme_mutant_rows(readme);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0].0, "always-command");
+    let want: BTreeSet<String> = ["fs", "subject-kind"].map(String::from).into();
+    assert_eq!(rows[0].1, want);
 }
 
 /// The documents whose links are checked, relative to the repository's root.

@@ -3,9 +3,10 @@
 //! of checks its bug breaks, across the whole scenario corpus; and every check is failed by some
 //! mutant — a check that nothing can fail is a defect.
 //!
-//! The table asserts *which checks* fail per mutant, never how often, so scenarios can be added
-//! without touching it unless a new scenario makes a mutant break a check it did not break before
-//! (then the table, clients/README.md and the mutant's `checks()` are updated together).
+//! The table (`Mutant::checks` in clients/reference/src/mutation/checks.rs, the one place it is
+//! kept; clients/README.md is checked against it by `tests/docs.rs`) says *which checks* fail per
+//! mutant, never how often, so scenarios can be added without touching it unless a new scenario
+//! makes a mutant break a check it did not break before.
 //!
 //! All clients × all cases run as one batch with bounded concurrency, so the test costs about one
 //! corpus run per mutant divided by the number of parallel cases (`cargo test -- --nocapture`
@@ -20,116 +21,14 @@ use acp_harness::runner::{CaseResult, RunConfig, run_case};
 use acp_harness::suite;
 use acp_judge::checks::{Grade, all_checks};
 use acp_judge::record::RunEnd;
+use acp_reference_client::mutation::Mutant;
 
 /// Each mutant (clients/README.md) and the exact set of check ids it fails (`fail` or `warn`)
-/// somewhere in the corpus.
-const MUTANTS: &[(&str, &[&str])] = &[
-    ("always-command", &["subject-kind"]),
-    ("kind-from-request", &["subject-kind"]),
-    ("unoffered-option", &["offered-options"]),
-    ("collapse-by-kind", &["offered-options"]),
-    ("duplicate-labels", &["offered-options"]),
-    ("cancel-as-reject", &["cancel-stop"]),
-    ("cancel-as-failed", &["cancel-stop", "turn-end"]),
-    (
-        "no-cancelled-answer",
-        &["cancel-stop", "jsonrpc", "offered-options"],
-    ),
-    (
-        "overwrite-same-tool-call",
-        &["cancel-stop", "jsonrpc", "offered-options"],
-    ),
-    (
-        "flip-on-approval",
-        &["stable-item-type", "subject-kind", "tool-call-row"],
-    ),
-    (
-        "global-approval-handler",
-        &["offered-options", "session-isolation", "subject-kind"],
-    ),
-    ("relative-cwd", &["session-cwd"]),
-    ("mcp-server-without-env", &["schema"]),
-    ("editor-save-hooks", &["fs"]),
-    ("session-before-initialized", &["initialize"]),
-    ("approve-by-request-kind", &["auto-approval"]),
-    ("approve-by-title-guess", &["auto-approval"]),
-    ("workspace-prefix-check", &["auto-approval"]),
-    ("remembered-any-kind", &["auto-approval"]),
-    // Issue 12: what the client shows, completely.
-    (
-        "turn-never-ended",
-        &["agent-death", "cancel-stop", "turn-end"],
-    ),
-    ("no-row-for-request-only", &["tool-call-row"]),
-    (
-        "tool-calls-keyed-by-id",
-        &["session-isolation", "tool-call-row"],
-    ),
-    ("card-dropped-on-progress", &["offered-options"]),
-    ("request-after-stop-to-user", &["cancel-stop", "jsonrpc"]),
-    ("process-cwd-as-session-cwd", &["session-cwd"]),
-    // Issue 15: file reads, and the client's own fs as a decision.
-    ("read-line-zero-based", &["fs"]),
-    ("serve-any-path", &["auto-approval"]),
-    ("write-any-path", &["auto-approval"]),
-    // session lifecycle
-    ("register-after-load", &["session-load", "tool-call-row"]),
-    ("replay-shown-twice", &["session-load"]),
-    ("replay-user-as-agent", &["session-load"]),
-    ("ungated-resume", &["initialize"]),
-    // Issue 15: terminals with real processes.
-    ("release-keeps-running", &["jsonrpc", "terminal"]),
-    ("kill-direct-child-only", &["terminal"]),
-    ("truncate-keeps-head", &["terminal"]),
-    ("output-since-last-call", &["terminal"]),
-    ("truncate-mid-character", &["terminal"]),
-    ("signal-as-exit-zero", &["terminal"]),
-    // Issue 15: unknown messages, request cancellation.
-    (
-        "crash-on-unknown-update",
-        &["tool-call-row", "turn-end", "unknown-messages"],
-    ),
-    (
-        "stop-after-unknown-update",
-        &["tool-call-row", "unknown-messages"],
-    ),
-    ("ignore-extension-request", &["jsonrpc", "unknown-messages"]),
-    ("cancel-as-request", &["cancel-stop", "jsonrpc", "schema"]),
-    ("ignore-cancel-request", &["jsonrpc"]),
-    ("late-unknown-request", &["unknown-messages"]),
-    ("select-withdrawn", &["auto-approval", "jsonrpc"]),
-    ("agent-death-as-completed", &["turn-end"]),
-    ("silent-failed-start", &["agent-death", "session-open"]),
-    ("any-protocol-version", &["session-open"]),
-    // modes, config options and authentication
-    ("unoffered-mode", &["session-mode"]),
-    ("optimistic-mode-switch", &["session-mode"]),
-    ("mode-only-from-update", &["session-mode"]),
-    ("ignore-mode-update", &["session-mode"]),
-    ("retry-without-authenticate", &["authenticate"]),
-    ("authenticate-unadvertised", &["authenticate"]),
-    // the plan
-    ("append-plan", &["plan"]),
-    // tool call status
-    ("cancel-marks-finished", &["tool-call-status"]),
-    // tool call title
-    ("keep-first-title", &["tool-call-title"]),
-    // file reads
-    ("refuse-reads", &["fs", "initialize"]),
-    // valid requests
-    ("require-raw-input", &["schema", "subject-kind"]),
-    // session opening
-    ("local-session-after-failed-start", &["session-open"]),
-    // requests left pending
-    ("die-on-wait-for-exit", &["jsonrpc"]),
-    // terminal environment
-    ("drop-env", &["terminal"]),
-    // a dead agent
-    (
-        "hang-on-agent-death",
-        &["agent-death", "session-open", "turn-end"],
-    ),
-];
+/// somewhere in the corpus: the reference client's own table (`Mutant::checks`), the one place
+/// it is kept.
+fn mutants() -> Vec<(&'static str, &'static [&'static str])> {
+    Mutant::ALL.iter().map(|m| (m.name(), m.checks())).collect()
+}
 
 /// The reference client under each policy it ships with: with none it asks for everything; with
 /// one it approves by itself what the policy allows, and must still pass everything.
@@ -328,7 +227,7 @@ fn the_reference_passes_everything_and_each_mutant_fails_exactly_its_checks() {
             .extend(["--policy".to_owned(), policy.to_string()]);
         clients.push((format!("reference --policy {policy}"), spec));
     }
-    for (name, _) in MUTANTS {
+    for (name, _) in mutants() {
         clients.push((
             name.to_string(),
             ClientSpec::mutant(name).expect("mutant client"),
@@ -369,16 +268,16 @@ fn the_reference_passes_everything_and_each_mutant_fails_exactly_its_checks() {
     // The mutants: exactly their checks, and no verdict-less trial their bug does not explain.
     let mut failed: BTreeMap<&str, BTreeSet<&'static str>> = BTreeMap::new();
     let mut mismatches = Vec::new();
-    for (name, expected) in MUTANTS {
-        let got = failed_checks(&results[*name]);
+    for (name, expected) in mutants() {
+        let got = failed_checks(&results[name]);
         let want: BTreeSet<&str> = expected.iter().copied().collect();
         if got != want {
             mismatches.push(format!(
                 "mutant {name} failed {got:?}, expected exactly {want:?}:\n{}",
-                describe(&results[*name])
+                describe(&results[name])
             ));
         }
-        let bad = unexplained(&results[*name], true);
+        let bad = unexplained(&results[name], true);
         if !bad.is_empty() {
             mismatches.push(format!(
                 "mutant {name}: trials without a verdict its bug explains:\n{}",
@@ -398,7 +297,7 @@ fn the_reference_passes_everything_and_each_mutant_fails_exactly_its_checks() {
     }
     eprintln!(
         "{} mutants × {cases} cases (+ the reference) in {:.1} s, {} at a time\n{}",
-        MUTANTS.len(),
+        Mutant::ALL.len(),
         started.elapsed().as_secs_f64(),
         jobs(),
         matrix(&failed)
@@ -430,40 +329,13 @@ fn the_reference_passes_everything_and_each_mutant_fails_exactly_its_checks() {
 fn every_check_is_failed_by_some_mutant() {
     for check in all_checks() {
         assert!(
-            MUTANTS
+            mutants()
                 .iter()
                 .any(|(_, checks)| checks.contains(&check.id())),
             "no mutant fails {}: a check that nothing can fail is a defect",
             check.id()
         );
     }
-}
-
-#[test]
-fn the_table_matches_the_mutants_the_client_ships() {
-    // `acp-reference-client --help` lists each mutant as `name [check, check] bug`.
-    let spec = ClientSpec::reference().expect("reference client");
-    let out = std::process::Command::new(&spec.argv[0])
-        .arg("--help")
-        .output()
-        .expect("run acp-reference-client --help");
-    let help = String::from_utf8_lossy(&out.stdout);
-    let shipped: BTreeMap<&str, &str> = help
-        .lines()
-        .filter_map(|line| {
-            let (name, rest) = line.trim_start().split_once(' ')?;
-            let checks = rest.trim_start().strip_prefix('[')?.split_once(']')?.0;
-            Some((name, checks))
-        })
-        .collect();
-    for (name, checks) in MUTANTS {
-        assert_eq!(
-            shipped.get(name).copied(),
-            Some(checks.join(", ").as_str()),
-            "mutant {name}: the client's --help and this table disagree\n{help}"
-        );
-    }
-    assert_eq!(shipped.len(), MUTANTS.len(), "{help}");
 }
 
 /// Issue 42, must-3: a client that authenticates with a method id no step takes gets the real
