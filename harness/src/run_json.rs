@@ -239,7 +239,7 @@ pub fn checks_catalog() -> Vec<CheckInfo> {
         .iter()
         .map(|c| CheckInfo {
             id: c.id().into(),
-            rules: c.rules().to_vec(),
+            rules: c.rules().iter().map(|r| r.number()).collect(),
             requirement: c.requirement().into(),
             needs_adapter: c.needs_control_plane(),
         })
@@ -307,7 +307,7 @@ pub fn trial_json(case_id: &str, t: &Trial) -> TrialJson {
         name: format!("{case_id}::{}", t.check),
         check: t.check.to_string(),
         grade: t.grade.into(),
-        rules: t.rules.to_vec(),
+        rules: t.rules.iter().map(|r| r.number()).collect(),
         requirement: t.requirement.to_string(),
         rule: t.broken_rule().map(rule_json),
         message: t.message.clone(),

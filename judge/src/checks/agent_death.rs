@@ -17,6 +17,7 @@
 
 use super::{Check, Finding, Problems, client_exit};
 use crate::record::{CaseRecord, RunEnd};
+use crate::rules::{RuleId, id::*};
 use crate::wire_model::{WireModel, note_of};
 use acp_vocab::control::Event;
 use acp_vocab::note::Note;
@@ -28,8 +29,8 @@ impl Check for AgentDeath {
         "agent-death"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[200]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R200]
     }
 
     fn requirement(&self) -> &'static str {
@@ -93,7 +94,7 @@ impl Check for AgentDeath {
         let outlived = exited_at.map_or(0, |e| at(e).saturating_sub(at(killed_at)));
         let mut problems = Problems::new();
         problems.warn(
-            200,
+            R200,
             format!(
                 "the agent process died at #{killed_at} ({signal}), and the client outlived it by {:.1} s without reporting it (no error or turn event){}, until the harness stopped it ({status}). Expected the client to tell the user or exit: a client waiting on a dead agent shows a spinner for ever.",
                 outlived as f64 / 1e6,

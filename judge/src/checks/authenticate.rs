@@ -11,6 +11,7 @@
 //! Reading: per agent connection, in wire order. A case in which the agent never required
 //! authentication and the client never authenticated has nothing to judge (`not_applicable`).
 
+use crate::rules::{RuleId, id::*};
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -39,8 +40,8 @@ impl Check for Authenticate {
         "authenticate"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[166, 167]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R166, R167]
     }
 
     fn requirement(&self) -> &'static str {
@@ -88,7 +89,7 @@ impl Check for Authenticate {
                         && let Some(&refused) = required.get(&msg.conn)
                     {
                         problems.fail(
-                            166,
+                            R166,
                             format!(
                                 "{method} #{} is sent after the agent answered auth_required (#{refused}) and before any authenticate succeeded.",
                                 msg.index
@@ -136,7 +137,7 @@ impl Authenticate {
             .find(|m| m.get("id").and_then(Value::as_str) == Some(method_id))
         {
             None => problems.fail(
-                167,
+                R167,
                 format!(
                     "authenticate #{index} uses method \"{method_id}\", which the agent did not advertise (authMethods: {}).",
                     if ids.is_empty() { "none".to_owned() } else { ids.join(", ") }
@@ -144,7 +145,7 @@ impl Authenticate {
                 &[index],
             ),
             Some(m) if m.get("type").and_then(Value::as_str) == Some("terminal") => problems.fail(
-                167,
+                R167,
                 format!(
                     "authenticate #{index} uses \"{method_id}\", a terminal method: the client runs its command instead of asking the agent."
                 ),

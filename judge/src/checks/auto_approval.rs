@@ -35,6 +35,7 @@ mod reach;
 
 pub(crate) use reach::outside_reason;
 
+use crate::rules::{RuleId, id::*};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -57,8 +58,8 @@ impl Check for AutoApproval {
         "auto-approval"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[59, 60, 61, 120, 121, 194, 196]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R59, R60, R61, R120, R121, R194, R196]
     }
 
     fn requirement(&self) -> &'static str {
@@ -355,7 +356,7 @@ impl Judge<'_, '_> {
                 .map(|k| format!("{} ({} at #{})", k.kind, k.how, k.frame))
                 .collect();
             problems.fail(
-                194,
+                R194,
                 format!(
                     "{head}, but its effective kind {} is outside what it may approve by itself.{} Policy: {}.",
                     which.join(" and "),
@@ -375,7 +376,7 @@ impl Judge<'_, '_> {
                 {
                     frames.push(frame);
                     problems.fail(
-                        61,
+                        R61,
                         format!(
                             "{head}, but the tool call reaches {why} (named at #{frame}), and the policy approves only inside the workspace. Policy: {}.",
                             self.policy_words()
@@ -390,7 +391,7 @@ impl Judge<'_, '_> {
             || kinds.iter().all(|k| is_granted(&k.kind));
         if option_kind == "allow_always" && !always_allowed {
             problems.fail(
-                194,
+                R194,
                 format!(
                     "{head}, and the option it picked, \"{option_id}\", is allow_always: a lasting grant the user never gave, and the policy does not let the client grant it by itself. Policy: {}.",
                     self.policy_words()
@@ -420,7 +421,7 @@ impl Judge<'_, '_> {
             })
             .collect();
         problems.warn(
-            196,
+            R196,
             format!(
                 "permission request #{} (toolCallId {}) offers the optionId \"{option_id}\" for {} options ({}), and the client answered \"{option_id}\" by itself at #{}: the agent may read it as any of them, an approval included. Expected: option ids are unique, so a client that will not approve answers with a reject option whose id no allow option shares, or cancelled when there is none. Policy: {}.",
                 request.index,
@@ -461,7 +462,7 @@ impl Judge<'_, '_> {
             return;
         }
         problems.warn(
-            196,
+            R196,
             format!(
                 "permission request #{} was answered cancelled at #{} although nobody cancelled (no Stop, no $/cancel_request for it): the cancelled outcome tells the agent the prompt turn was cancelled. Expected: an option of the request, or a reject when the client will not ask. Policy: {}.",
                 request.index, decision.index, self.policy_words()

@@ -31,6 +31,7 @@
 //! * Whether the client may serve a path outside the workspace at all is `auto-approval`'s
 //!   question (R120, R121), not this check's.
 
+use crate::rules::{RuleId, id::*};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
@@ -48,8 +49,8 @@ impl Check for Fs {
         "fs"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[64, 65, 66]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R64, R65, R66]
     }
 
     fn requirement(&self) -> &'static str {
@@ -159,7 +160,7 @@ fn check_writes(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mu
                 let inside = w.path.starts_with(&case.workspace) && verifiable(case, &w.path);
                 if inside {
                     problems.fail(
-                        65,
+                        R65,
                         format!(
                             "fs/write_text_file #{} for \"{}\" inside the workspace was refused with error #{answer}, although the client advertised fs.writeTextFile. Expected the file to be written (created if missing, #65).",
                             w.msg.index,
@@ -193,7 +194,7 @@ fn check_writes(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mu
                 &frames,
             ),
             Some(None) => problems.fail(
-                65,
+                R65,
                 format!(
                     "fs/write_text_file #{} was answered with success but \"{}\" does not exist after the run. Expected {} bytes.",
                     w.msg.index,
@@ -203,7 +204,7 @@ fn check_writes(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mu
                 &frames,
             ),
             Some(Some(bytes)) if bytes.as_slice() != content.as_bytes() => problems.fail(
-                65,
+                R65,
                 format!(
                     "fs/write_text_file #{} was answered with success but \"{}\" does not hold the requested bytes: {}.",
                     w.msg.index,
@@ -255,7 +256,7 @@ fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut
             }
             Some(None) => {
                 problems.fail(
-                    66,
+                    R66,
                     format!(
                         "fs/read_text_file #{} returned content for \"{}\", which does not exist. Expected an error.",
                         r.msg.index,
@@ -290,7 +291,7 @@ fn check_reads(case: &CaseRecord, requests: &[FsRequest<'_, '_>], problems: &mut
                 ),
             };
             problems.fail(
-                66,
+                R66,
                 format!(
                     "fs/read_text_file #{} of \"{}\" asked for {what} (R66) and got different text: {}.",
                     r.msg.index,
@@ -343,7 +344,7 @@ fn refused_read(case: &CaseRecord, r: &FsRequest<'_, '_>, answer: usize, problem
         None => "an error".to_owned(),
     };
     problems.fail(
-        66,
+        R66,
         format!(
             "fs/read_text_file #{} of \"{}\", an existing file inside the workspace, was refused (#{answer}: {what}), although the client advertised fs.readTextFile. Expected the file's text: inside the workspace the client serves reads as it serves writes (R66, R65).",
             r.msg.index,

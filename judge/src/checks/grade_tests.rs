@@ -1,5 +1,6 @@
 //! Tests of [`grade_case`]: the RunEnd rules, the control-plane rule and the message format.
 
+use crate::rules::id::*;
 use serde_json::json;
 
 use super::testkit::{Case, SID, buttons3, opts3};
@@ -98,7 +99,10 @@ fn completed_run_grades_each_check() {
         trial(&trials, "cancel-stop").message,
         "scenario never cancels"
     );
-    assert_eq!(trial(&trials, "jsonrpc").rules, &[1, 2, 3, 4, 6, 7, 52]);
+    assert_eq!(
+        trial(&trials, "jsonrpc").rules,
+        &[R1, R2, R3, R4, R6, R7, R52]
+    );
 }
 
 #[test]

@@ -17,6 +17,7 @@
 //!
 //! Not applicable when the client sent nothing on the wire.
 
+use crate::rules::{RuleId, id::*};
 use serde_json::Value;
 
 use super::{Check, Finding, Problems};
@@ -30,8 +31,10 @@ impl Check for Initialize {
         "initialize"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[9, 10, 12, 16, 17, 20, 23, 25, 28, 34, 35, 36, 197]
+    fn rules(&self) -> &'static [RuleId] {
+        &[
+            R9, R10, R12, R16, R17, R20, R23, R25, R28, R34, R35, R36, R197,
+        ]
     }
 
     fn requirement(&self) -> &'static str {
@@ -72,7 +75,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
         Some(*first)
     } else {
         problems.fail(
-            9,
+            R9,
             format!(
                 "the client's first message on connection {} is #{} ({}), not an initialize request (R9).",
                 first.conn,
@@ -107,7 +110,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
             let mut frames = vec![init.index, m.index];
             frames.extend(completed);
             problems.fail(
-                if method == "session/prompt" { 35 } else { 23 },
+                if method == "session/prompt" { R35 } else { R23 },
                 format!(
                     "the client sent {method} #{} {why}. Expected initialization to complete first (R23, R35).",
                     m.index
@@ -118,7 +121,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
         if method == "initialize" && m.is_request() && completed.is_some_and(|done| m.index > done)
         {
             problems.warn(
-                197,
+                R197,
                 format!(
                     "the client sent initialize again (#{}) after the connection was initialized.",
                     m.index
@@ -135,7 +138,7 @@ fn check_params(init: &WireMsg<'_>, problems: &mut Problems) {
     let version = params.and_then(|p| p.get("protocolVersion"));
     if !version.is_some_and(|v| v.is_u64()) {
         problems.fail(
-            12,
+            R12,
             format!(
                 "initialize #{} has protocolVersion {}. Expected the latest protocol version the client supports, an integer (R12).",
                 init.index,
@@ -151,7 +154,7 @@ fn check_params(init: &WireMsg<'_>, problems: &mut Problems) {
     });
     if !named {
         problems.warn(
-            10,
+            R10,
             format!(
                 "initialize #{} has no clientInfo with name and version (R10, R17 SHOULD).",
                 init.index
@@ -189,12 +192,12 @@ fn check_advertised(
     {
         let Some(method) = m.method() else { continue };
         let needs = match method {
-            "session/load" => Some(("/loadSession", 25)),
-            "session/resume" => Some(("/sessionCapabilities/resume", 28)),
-            "session/close" => Some(("/sessionCapabilities/close", 28)),
-            "session/list" => Some(("/sessionCapabilities/list", 28)),
-            "session/delete" => Some(("/sessionCapabilities/delete", 28)),
-            "logout" => Some(("/auth/logout", 20)),
+            "session/load" => Some(("/loadSession", R25)),
+            "session/resume" => Some(("/sessionCapabilities/resume", R28)),
+            "session/close" => Some(("/sessionCapabilities/close", R28)),
+            "session/list" => Some(("/sessionCapabilities/list", R28)),
+            "session/delete" => Some(("/sessionCapabilities/delete", R28)),
+            "logout" => Some(("/auth/logout", R20)),
             _ => None,
         };
         if let Some((pointer, rule)) = needs {
@@ -202,7 +205,7 @@ fn check_advertised(
                 problems.fail(
                     rule,
                     format!(
-                        "the client called {method} (#{}) although the agent did not advertise agentCapabilities{pointer} (R{rule}).",
+                        "the client called {method} (#{}) although the agent did not advertise agentCapabilities{pointer} ({rule}).",
                         m.index
                     ),
                     &[m.index],
@@ -222,7 +225,7 @@ fn check_advertised(
                 let pointer = format!("/mcpCapabilities/{kind}");
                 if !advertised(model, conn, &pointer) {
                     problems.fail(
-                        34,
+                        R34,
                         format!(
                             "{method} #{} lists an {kind} MCP server although the agent did not advertise agentCapabilities{pointer} (R34).",
                             m.index
@@ -246,7 +249,7 @@ fn check_advertised(
                 let pointer = format!("/promptCapabilities/{capability}");
                 if !advertised(model, conn, &pointer) {
                     problems.fail(
-                        36,
+                        R36,
                         format!(
                             "session/prompt #{} sends {} content although the agent did not advertise agentCapabilities{pointer} (R36).",
                             m.index,
@@ -292,7 +295,7 @@ fn check_honest(model: &WireModel<'_>, conn: u32, msgs: &[&WireMsg<'_>], problem
             });
             if not_found {
                 problems.fail(
-                    16,
+                    R16,
                     format!(
                         "the client advertised {} in initialize but answered {method} #{} with -32601 Method not found (#{answer}). Expected advertised capabilities to be implemented (R16).",
                         capability.trim_start_matches("/clientCapabilities/").replace('/', "."),

@@ -25,6 +25,7 @@
 //! request still pending when the harness killed its agent (note `agent_killed`, a scenario's
 //! `fault = "crash"`) is not required to be answered: there is nobody left to answer.
 
+use crate::rules::{RuleId, id::*};
 use std::collections::HashMap;
 
 use super::{Check, Finding, Problems};
@@ -40,8 +41,8 @@ impl Check for JsonRpc {
         "jsonrpc"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[1, 2, 3, 4, 6, 7, 52]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R1, R2, R3, R4, R6, R7, R52]
     }
 
     fn requirement(&self) -> &'static str {
@@ -54,7 +55,7 @@ impl Check for JsonRpc {
         for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
             if let MsgKind::Invalid { reason } = &msg.kind {
                 problems.fail(
-                    if msg.entry.invalid_utf8 { 1 } else { 4 },
+                    if msg.entry.invalid_utf8 { R1 } else { R4 },
                     format!(
                         "client frame #{} is not a JSON-RPC 2.0 message: {reason} (R4).",
                         msg.index
@@ -69,7 +70,7 @@ impl Check for JsonRpc {
         for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
             if let Some(why) = super::schema::wrong_kind(msg) {
                 problems.fail(
-                    4,
+                    R4,
                     format!("client frame #{} was {why} (R1, R2).", msg.index),
                     &[msg.index],
                 );
@@ -83,7 +84,7 @@ impl Check for JsonRpc {
             }
             let number = |key: &str| note.get(key).and_then(serde_json::Value::as_u64);
             problems.fail(
-                4,
+                R4,
                 format!(
                     "the client wrote a line of {} bytes to the agent (connection {}), over the frame limit of {} bytes; the harness discarded it unread (R4).",
                     number("bytes").map_or("?".to_owned(), |n| n.to_string()),
@@ -119,7 +120,7 @@ impl Check for JsonRpc {
                     .and_then(|o| o.get("optionId"))
             {
                 problems.fail(
-                    52,
+                    R52,
                     format!(
                         "permission request #{} (id {}) was withdrawn by the agent's $/cancel_request at #{withdrawn}, and the client then answered it at #{answer} with the option {option}. Expected the cancelled outcome (or the error -32800): the agent no longer asks, and an approval after the withdrawal approves a tool call it gave up.",
                         msg.index,
@@ -132,7 +133,7 @@ impl Check for JsonRpc {
                 let mut frames = vec![msg.index];
                 frames.extend(&answers);
                 problems.fail(
-                    7,
+                    R7,
                     format!(
                         "agent request #{} ({method}, id {}) was answered {} times. Expected exactly one response.",
                         msg.index,
@@ -151,7 +152,7 @@ impl Check for JsonRpc {
                 if let Some(withdrawn) = withdrawal(model, msg.conn, id, msg.index) {
                     // R52: a request the agent withdrew is still answered, -32800 or a result.
                     problems.fail(
-                        52,
+                        R52,
                         format!(
                             "agent request #{} ({method}, id {}) was withdrawn by the agent's $/cancel_request at #{withdrawn} and then never answered{}. Expected the receiver to still answer it: a result, or the error -32800 (Request cancelled).",
                             msg.index,
@@ -163,7 +164,7 @@ impl Check for JsonRpc {
                     continue;
                 }
                 problems.fail(
-                    7,
+                    R7,
                     format!(
                         "agent request #{} ({method}, id {}) was never answered{}.{}",
                         msg.index,
@@ -180,7 +181,7 @@ impl Check for JsonRpc {
                 let mut frames = vec![first];
                 frames.extend(&answers);
                 problems.fail(
-                    7,
+                    R7,
                     format!(
                         "the duplicated agent request #{first} was answered {} times. Expected at most one response per copy.",
                         answers.len()
@@ -189,7 +190,7 @@ impl Check for JsonRpc {
                 );
             } else if answers.is_empty() && unanswered_counts(case, model, first) {
                 problems.fail(
-                    7,
+                    R7,
                     format!(
                         "the duplicated agent request #{first} was never answered{}.",
                         super::before_the_end(case, model)
@@ -206,7 +207,7 @@ impl Check for JsonRpc {
             }
             let Some(id) = msg.id() else { continue };
             problems.fail(
-                7,
+                R7,
                 format!(
                     "client response #{} has id {}, which matches no request the agent sent on this connection (an unknown id, or a reply to a notification) (R6, R7).",
                     msg.index,
@@ -222,7 +223,7 @@ impl Check for JsonRpc {
                 .and_then(|m| m.id())
                 .map_or("?".to_owned(), describe_id);
             problems.fail(
-                7,
+                R7,
                 format!(
                     "client request #{new} reuses id {id} while its request #{old} with that id is still pending. Expected unique ids among pending requests."
                 ),

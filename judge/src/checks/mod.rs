@@ -55,6 +55,7 @@ pub use tool_call_title::ToolCallTitle;
 pub use turn_end::TurnEnd;
 pub use unknown_messages::UnknownMessages;
 
+use crate::rules::RuleId;
 use serde::{Deserialize, Serialize};
 
 use crate::acp_schema::truncate_chars;
@@ -103,9 +104,14 @@ impl Finding {
     }
 
     /// A finding that breaks rule `R<rule>`.
-    pub fn broke(grade: Grade, rule: u16, message: impl Into<String>, frames: Vec<usize>) -> Self {
+    pub fn broke(
+        grade: Grade,
+        rule: RuleId,
+        message: impl Into<String>,
+        frames: Vec<usize>,
+    ) -> Self {
         Finding {
-            rule: Some(rule),
+            rule: Some(rule.number()),
             ..Self::new(grade, message, frames)
         }
     }
@@ -122,7 +128,7 @@ pub trait Check: Send + Sync {
     fn id(&self) -> &'static str;
     /// Numbers `<n>` of the rules `R<n>` (judge/rules.toml) this check enforces; every `fail` or
     /// `warn` it returns names one of them.
-    fn rules(&self) -> &'static [u16];
+    fn rules(&self) -> &'static [RuleId];
     /// One sentence: what the client must do to pass.
     fn requirement(&self) -> &'static str;
     /// True if the check needs the control plane (it then grades `not_applicable` without one).
@@ -179,7 +185,7 @@ pub fn all_checks() -> Vec<Box<dyn Check>> {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Trial {
     pub check: &'static str,
-    pub rules: &'static [u16],
+    pub rules: &'static [RuleId],
     pub requirement: &'static str,
     pub grade: Grade,
     /// The rule the finding breaks (`R<n>`), on `fail`/`warn` (and the baseline grades derived
@@ -532,10 +538,11 @@ impl Problems {
     pub fn add(
         &mut self,
         grade: Grade,
-        rule: Option<u16>,
+        rule: Option<RuleId>,
         message: impl Into<String>,
         frames: &[usize],
     ) {
+        let rule = rule.map(RuleId::number);
         // Issue 42, must-4: a grade follows the keyword of the rule it cites (a fail a MUST or
         // one of the harness's invariants, a warn a SHOULD or a MAY).
         if let Some(level) = rule.and_then(rules::get).map(|r| r.level) {
@@ -564,12 +571,12 @@ impl Problems {
     }
 
     /// A broken MUST (or a decision outside what a MAY allows) of rule `R<rule>`.
-    pub fn fail(&mut self, rule: u16, message: impl Into<String>, frames: &[usize]) {
+    pub fn fail(&mut self, rule: RuleId, message: impl Into<String>, frames: &[usize]) {
         self.add(Grade::Fail, Some(rule), message, frames);
     }
 
     /// A broken SHOULD of rule `R<rule>`.
-    pub fn warn(&mut self, rule: u16, message: impl Into<String>, frames: &[usize]) {
+    pub fn warn(&mut self, rule: RuleId, message: impl Into<String>, frames: &[usize]) {
         self.add(Grade::Warn, Some(rule), message, frames);
     }
 

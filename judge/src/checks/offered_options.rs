@@ -21,6 +21,7 @@
 //! A request whose agent the harness killed before it was answered (note `agent_killed`, a
 //! scenario's `fault = "crash"`) is not required to be answered: nobody is left to answer.
 
+use crate::rules::{RuleId, id::*};
 use std::collections::{BTreeMap, HashMap};
 
 use super::{Check, Finding, Problems, quoted_list};
@@ -37,8 +38,8 @@ impl Check for OfferedOptions {
         "offered-options"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[59, 7, 191, 195]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R59, R7, R191, R195]
     }
 
     fn requirement(&self) -> &'static str {
@@ -100,7 +101,7 @@ fn check_answers(
         if let PermissionAnswer::Selected(option_id) = model.permission_answer(answer) {
             if !request.offers(option_id) {
                 problems.fail(
-                    59,
+                    R59,
                     format!(
                         "answer #{answer} selected optionId \"{option_id}\", which request #{} did not offer. Expected one of: {}.",
                         request.index,
@@ -129,7 +130,7 @@ fn check_answers(
             .map(|&a| format!("#{a} {}", model.permission_answer(a).describe()))
             .collect();
         problems.fail(
-            7,
+            R7,
             format!(
                 "request #{} was answered {} times ({}). Expected exactly one answer.",
                 request.index,
@@ -145,7 +146,7 @@ fn check_answers(
         && super::agent_killed_after(model, request.conn, request.index).is_none()
     {
         problems.fail(
-            7,
+            R7,
             format!(
                 "request #{} (id {}) was never answered although the run completed. Expected exactly one answer.",
                 request.index, request.id
@@ -192,7 +193,7 @@ fn check_presented(
             })
             .collect();
         problems.fail(
-            191,
+            R191,
             format!(
                 "approval #{approval} does not present offered option(s) {} of request #{}. Expected buttons: {}; shown: {}.",
                 described.join(", "),
@@ -205,7 +206,7 @@ fn check_presented(
     }
     if !invented.is_empty() {
         problems.fail(
-            191,
+            R191,
             format!(
                 "approval #{approval} presents option(s) {} that request #{} did not offer. Expected buttons: {}.",
                 quoted_list(invented.iter().copied()),
@@ -224,7 +225,7 @@ fn check_presented(
         let offered_n = offered.iter().filter(|o| **o == id).count();
         if n > offered_n.max(1) {
             problems.fail(
-                191,
+                R191,
                 format!("approval #{approval} presents option \"{id}\" {n} times. Expected one button per offered option."),
                 &frames,
             );
@@ -241,7 +242,7 @@ fn check_presented(
         let label = option.label.trim();
         if label.is_empty() {
             problems.warn(
-                195,
+                R195,
                 format!(
                     "approval #{approval} shows option \"{}\" with an empty label{on_screen}.",
                     option.option_id
@@ -254,7 +255,7 @@ fn check_presented(
     }
     for (label, ids) in by_label.into_iter().filter(|(_, ids)| ids.len() > 1) {
         problems.warn(
-            195,
+            R195,
             format!(
                 "approval #{approval} labels options {} all \"{label}\": the user cannot tell them apart{on_screen}.",
                 quoted_list(ids.iter().copied())
@@ -290,7 +291,7 @@ fn check_typed_choices(model: &WireModel<'_>, problems: &mut Problems) {
         match model.permission_answer(answer) {
             PermissionAnswer::Selected(id) if id == option_id => {}
             other => problems.fail(
-                59,
+                R59,
                 format!(
                     "the user chose \"{option_id}\" by typing {input:?} (#{index}) on request #{}, but the client answered {} (#{answer}). Expected {{\"outcome\":\"selected\",\"optionId\":\"{option_id}\"}}.",
                     request.index,
@@ -324,7 +325,7 @@ fn check_choose(
             .copied();
         if let Some((index, message)) = error {
             problems.fail(
-                191,
+                R191,
                 format!(
                     "could not choose offered option \"{option_id}\" of request #{}: the adapter replied with error #{index} \"{message}\".",
                     request.index
@@ -344,7 +345,7 @@ fn check_choose(
         Some(answer) => match model.permission_answer(answer) {
             PermissionAnswer::Selected(id) if id == option_id => {}
             other => problems.fail(
-                191,
+                R191,
                 format!(
                     "the user chose \"{option_id}\" (#{choose}) on request #{}, but the client answered {} (#{answer}). Expected {{\"outcome\":\"selected\",\"optionId\":\"{option_id}\"}}.",
                     request.index,
@@ -357,7 +358,7 @@ fn check_choose(
             && super::agent_killed_after(model, request.conn, request.index).is_none() =>
         {
             problems.fail(
-            7,
+            R7,
             format!(
                 "the user chose \"{option_id}\" (#{choose}) on request #{}, but the client never answered it.",
                 request.index

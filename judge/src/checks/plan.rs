@@ -17,6 +17,7 @@
 //! to a client whose adapter reports `plan` events (one in the case), and otherwise grades
 //! `not_applicable`.
 
+use crate::rules::{RuleId, id::*};
 use std::collections::BTreeMap;
 
 use super::{Check, Finding, Problems};
@@ -41,8 +42,8 @@ impl Check for Plan {
         "plan"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[74]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R74]
     }
 
     fn needs_control_plane(&self) -> bool {
@@ -76,7 +77,7 @@ impl Check for Plan {
                         .any(|(sent, _)| same_plan(&plan.entries, sent))
                     {
                         problems.fail(
-                            74,
+                            R74,
                             never_sent(&plan.session_id, &plan.entries, state, index),
                             &[index],
                         );
@@ -111,7 +112,7 @@ impl Check for Plan {
             let shown = state.shown.as_ref().map(|(entries, _)| entries);
             if !shown.is_some_and(|entries| same_plan(entries, last)) {
                 problems.fail(
-                    74,
+                    R74,
                     format!(
                         "The agent's last plan in session {sid} (#{at}) is {}, but the client shows {} when the case ends.",
                         describe(last),

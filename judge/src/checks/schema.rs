@@ -24,6 +24,7 @@
 //!
 //! [`SCHEMA_VERSION`]: crate::acp_schema::SCHEMA_VERSION
 
+use crate::rules::{RuleId, id::*};
 use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
@@ -41,8 +42,8 @@ impl Check for Schema {
         "schema"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[3, 4, 85, 183]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R3, R4, R85, R183]
     }
 
     fn requirement(&self) -> &'static str {
@@ -55,7 +56,7 @@ impl Check for Schema {
         for Violation { index, text, by } in violations(model) {
             invalid.insert(index);
             match by {
-                Side::Client => problems.fail(4, text, &[index]),
+                Side::Client => problems.fail(R4, text, &[index]),
                 Side::Agent => problems.error(text, &[index]),
             }
         }
@@ -244,7 +245,7 @@ fn refused_valid_requests(
             "-32600 Invalid Request"
         };
         problems.fail(
-            183,
+            R183,
             format!(
                 "the client answered the agent's {method} request #{} with {name} (#{}), but its params are valid against the ACP v1 schema. Expected the request handled: a client whose own types are stricter than the schema refuses what real agents send.",
                 request.index, msg.index

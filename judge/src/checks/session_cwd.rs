@@ -11,6 +11,7 @@
 //! `/` does not matter). Without a control plane the harness never asked for a directory, so only
 //! absoluteness is checked.
 
+use crate::rules::{RuleId, id::*};
 use std::collections::VecDeque;
 use std::path::Path;
 
@@ -30,8 +31,8 @@ impl Check for SessionCwd {
         "session-cwd"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[8, 31, 32]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R8, R31, R32]
     }
 
     fn requirement(&self) -> &'static str {
@@ -62,12 +63,12 @@ impl Check for SessionCwd {
             };
             match params.and_then(|p| p.get("cwd")).and_then(Value::as_str) {
                 None => problems.fail(
-                    32,
+                    R32,
                     format!("{method} #{} has no string cwd (R32).", msg.index),
                     &[msg.index],
                 ),
                 Some(cwd) if !Path::new(cwd).is_absolute() => problems.fail(
-                    32,
+                    R32,
                     format!(
                         "{method} #{} has cwd \"{cwd}\", which is not an absolute path (R8, R32).",
                         msg.index
@@ -78,7 +79,7 @@ impl Check for SessionCwd {
                     if let Some((command, want)) = asked {
                         if Path::new(cwd) != Path::new(want) {
                             problems.fail(
-                                32,
+                                R32,
                                 format!(
                                     "{method} #{} opens the session in \"{cwd}\". Expected \"{want}\", the cwd of the new_session command #{command} (R32).",
                                     msg.index
@@ -97,7 +98,7 @@ impl Check for SessionCwd {
                     match dir.as_str() {
                         Some(d) if Path::new(d).is_absolute() => {}
                         _ => problems.fail(
-                            31,
+                            R31,
                             format!(
                                 "{method} #{} lists additional directory {dir}, which is not an absolute path (R31).",
                                 msg.index
@@ -114,7 +115,7 @@ impl Check for SessionCwd {
                     .is_some_and(|v| !v.is_null());
                 if !dirs.is_empty() && !advertised {
                     problems.fail(
-                        31,
+                        R31,
                         format!(
                             "{method} #{} sends additionalDirectories although the agent did not advertise sessionCapabilities.additionalDirectories (R31).",
                             msg.index

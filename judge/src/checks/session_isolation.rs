@@ -21,6 +21,7 @@
 //! * An item for a toolCallId that no session announced is not this check's business.
 //! * Not applicable when the case has fewer than two sessions.
 
+use crate::rules::{RuleId, id::*};
 use serde_json::Value;
 
 use super::{Check, Finding, Problems};
@@ -36,8 +37,8 @@ impl Check for SessionIsolation {
         "session-isolation"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[43, 44, 56]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R43, R44, R56]
     }
 
     fn requirement(&self) -> &'static str {
@@ -91,7 +92,7 @@ fn check_cards(model: &WireModel<'_>, problems: &mut Problems) {
         };
         if let Err(request) = request_for_card(model, request_id, session_id, c.index) {
             problems.fail(
-                56,
+                R56,
                 format!(
                     "{what} #{} for request #{} (toolCallId {}) is shown in session \"{session_id}\", but session \"{}\" asked. Expected it in session \"{}\".",
                     c.index,
@@ -131,7 +132,7 @@ fn check_items(model: &WireModel<'_>, problems: &mut Problems) {
             });
         if let Some((other, frame)) = elsewhere {
             problems.fail(
-                56,
+                R56,
                 format!(
                     "the timeline item #{first} in session \"{session_id}\" shows tool call \"{tool_call_id}\", which the agent announced only in session \"{other}\" (#{frame}). Expected tool calls keyed by (sessionId, toolCallId) (R56)."
                 ),
@@ -216,7 +217,7 @@ fn check_item_state<'m>(model: &WireModel<'m>, problems: &mut Problems) {
                     let mut frames = vec![frame, event.index];
                     frames.extend(own.last_frame);
                     problems.fail(
-                        56,
+                        R56,
                         format!(
                             "the timeline item #{} for tool call \"{tool_call_id}\" in session \"{session_id}\" shows {field} \"{shown}\", which session \"{other}\" sent for its own tool call of that id (#{frame}); session \"{session_id}\" said \"{own_value}\"{}. Expected each session's row to follow its own updates: tool calls keyed by (sessionId, toolCallId) (R56).",
                             event.index,
@@ -273,7 +274,7 @@ fn check_cancels(model: &WireModel<'_>, problems: &mut Problems) {
         };
         if let Some(cancel) = blame(target, msg.index) {
             problems.fail(
-                43,
+                R43,
                 format!(
                     "client sent session/cancel #{} for session \"{target}\", but the user cancelled only session \"{}\" (#{}).",
                     msg.index, cancel.session_id, cancel.index
@@ -294,7 +295,7 @@ fn check_cancels(model: &WireModel<'_>, problems: &mut Problems) {
             }
             if let Some(cancel) = blame(session_id, answer) {
                 problems.fail(
-                    44,
+                    R44,
                     format!(
                         "request #{} of session \"{session_id}\" was answered cancelled (#{answer}) after the user cancelled session \"{}\" (#{}); nobody cancelled session \"{session_id}\". Expected it to stay pending for its own session's user (R43 applies to the cancelled session only).",
                         request.index, cancel.session_id, cancel.index

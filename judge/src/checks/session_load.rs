@@ -18,6 +18,7 @@
 //! the agent advertised `loadSession` at all is the `initialize` check's (R25, R28); an agent
 //! version that advertises no `loadSession` leaves nothing here to grade.
 
+use crate::rules::{RuleId, id::*};
 use std::borrow::Cow;
 
 use acp_vocab::control::{Command, Event, HistoryEntry, HistoryKind, SessionLoaded};
@@ -35,8 +36,8 @@ impl Check for SessionLoad {
         "session-load"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[140, 141, 142, 143]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R140, R141, R142, R143]
     }
 
     fn requirement(&self) -> &'static str {
@@ -108,7 +109,7 @@ impl Check for SessionLoad {
             }
             let Some((shown_at, loaded)) = shown else {
                 problems.fail(
-                    140,
+                    R140,
                     format!(
                         "session/load #{} of {session_id:?} was answered at #{} with {} replayed entries, but the client never showed the session loaded (no session_loaded event).",
                         load.index,
@@ -145,7 +146,7 @@ fn refused(
 ) {
     if let Some((at, _)) = shown {
         problems.fail(
-            143,
+            R143,
             format!(
                 "the agent refused session/load #{load} of {session_id:?} (error #{answer}), but the client shows the session loaded (session_loaded #{at})."
             ),
@@ -158,7 +159,7 @@ fn refused(
         .any(|(i, e)| *i > answer && matches!(e, Event::Error { .. }));
     if !reported {
         problems.fail(
-            143,
+            R143,
             format!(
                 "the agent refused session/load #{load} of {session_id:?} (error #{answer}). Expected the client to tell the user (an error event); it reported nothing."
             ),
@@ -195,7 +196,7 @@ fn compare(
     let sid = &loaded.session_id;
     if shown.len() < expected.len() {
         problems.fail(
-            140,
+            R140,
             format!(
                 "the agent replayed {} entries into {sid:?} before answering session/load; the client shows {} (session_loaded #{shown_at}). Missing: {}. A session registered only when the load answers drops its replay (zed-industries/zed#54431).",
                 expected.len(),
@@ -207,7 +208,7 @@ fn compare(
     } else if shown.len() > expected.len() {
         // Same length but other entries is a mismatch (R142), not a doubling.
         problems.fail(
-            141,
+            R141,
             format!(
                 "the agent replayed {} entries into {sid:?}; the client shows {} (session_loaded #{shown_at}): {} shown more often than replayed.",
                 expected.len(),
@@ -223,7 +224,7 @@ fn compare(
         .find(|(_, (w, g))| w != g)
     {
         problems.fail(
-            142,
+            R142,
             format!(
                 "entry {} of the history of {sid:?} is {} as replayed; the client shows {} (session_loaded #{shown_at}).",
                 n + 1,

@@ -22,6 +22,7 @@
 //! comparison uses the last value per session (per option): the client's last event and the
 //! agent's last frame, which no pipe reorders.
 
+use crate::rules::{RuleId, id::*};
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -106,8 +107,8 @@ impl Check for SessionMode {
         "session-mode"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[160, 161, 162, 163, 164, 165]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R160, R161, R162, R163, R164, R165]
     }
 
     fn requirement(&self) -> &'static str {
@@ -151,7 +152,7 @@ impl Check for SessionMode {
                         let offered = state.modes.clone().unwrap_or_default();
                         if !offered.iter().any(|m| m == mode) {
                             problems.fail(
-                                160,
+                                R160,
                                 format!(
                                     "session/set_mode #{index} asks for mode \"{mode}\", which the agent did not offer in session {sid} (availableModes: {}).",
                                     list(&offered)
@@ -164,7 +165,7 @@ impl Check for SessionMode {
                         let (id, value) = (arg("configId").unwrap_or_default(), arg("value"));
                         match state.options.get(id) {
                             None => problems.fail(
-                                163,
+                                R163,
                                 format!(
                                     "session/set_config_option #{index} sets \"{id}\", an option the agent did not offer in session {sid}."
                                 ),
@@ -172,7 +173,7 @@ impl Check for SessionMode {
                             ),
                             Some(o) if value.is_some_and(|v| !o.values.iter().any(|x| x == v)) => {
                                 problems.fail(
-                                    163,
+                                    R163,
                                     format!(
                                         "session/set_config_option #{index} sets \"{id}\" to \"{}\", a value the agent did not offer (offered: {}).",
                                         value.unwrap_or_default(),
@@ -309,7 +310,7 @@ impl SessionMode {
                         "the agent never set it (no currentModeId, successful session/set_mode or current_mode_update named it)"
                     };
                     problems.fail(
-                        161,
+                        R161,
                         format!(
                             "The client shows mode \"{}\" as current in session {} (#{index}), but {why}.",
                             m.mode_id, m.session_id
@@ -325,7 +326,7 @@ impl SessionMode {
                 let option = state.options.entry(c.config_id.clone()).or_default();
                 if !option.set.contains(&c.value) {
                     problems.fail(
-                        164,
+                        R164,
                         format!(
                             "The client shows config option \"{}\" = \"{}\" in session {} (#{index}), but the agent never set that value (session setup, a session/set_config_option answer or a config_option_update).",
                             c.config_id, c.value, c.session_id
@@ -350,7 +351,7 @@ fn final_state(sessions: &BTreeMap<String, SessionState>, problems: &mut Problem
             let shown = state.shown_mode.as_ref().map(|(m, _)| m.as_str());
             if shown != Some(mode.as_str()) {
                 problems.fail(
-                    162,
+                    R162,
                     format!(
                         "The agent set mode \"{mode}\" in session {sid} (#{at}), but the client shows {} when the case ends.",
                         shown.map_or("no mode".to_owned(), |m| format!("\"{m}\""))
@@ -367,7 +368,7 @@ fn final_state(sessions: &BTreeMap<String, SessionState>, problems: &mut Problem
             let shown = option.shown.as_ref().map(|(v, _)| v.as_str());
             if shown != Some(value.as_str()) {
                 problems.fail(
-                    165,
+                    R165,
                     format!(
                         "The agent set config option \"{id}\" to \"{value}\" in session {sid} (#{at}), but the client shows {} when the case ends.",
                         shown.map_or("no value".to_owned(), |v| format!("\"{v}\""))

@@ -46,6 +46,7 @@
 
 use super::{Check, Finding, Problems, client_exit};
 use crate::record::{CaseRecord, RunEnd};
+use crate::rules::{RuleId, id::*};
 use crate::wire_model::{Side, WireModel, WireMsg};
 use acp_vocab::control::Event;
 
@@ -56,8 +57,8 @@ impl Check for SessionOpen {
         "session-open"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[14, 168]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R14, R168]
     }
 
     fn requirement(&self) -> &'static str {
@@ -106,7 +107,7 @@ impl Check for SessionOpen {
                 // Whatever the client said before, a session shown open that the agent never
                 // opened is R168's, after a protocol version the client does not speak too.
                 problems.fail(
-                    168,
+                    R168,
                     format!(
                         "{} (#{}), but the client shows a session open (session_opened #{at}, sessionId \"{sid}\", an id the agent never gave). Expected an error event and no open session.",
                         failure.what, failure.at
@@ -121,7 +122,7 @@ impl Check for SessionOpen {
             }
             if !told_the_user(model, failure.at) && case.end == RunEnd::Completed {
                 problems.fail(
-                    168,
+                    R168,
                     format!(
                         "{} (#{}), but the client never told the user that the session could not be opened{}. Expected an error event.",
                         failure.what,
@@ -155,7 +156,7 @@ fn judge_unsupported_version(
         .find(|m| m.conn == failure.conn && m.from == Side::Client && m.is_request());
     if let Some(next) = kept_talking {
         problems.warn(
-            14,
+            R14,
             format!(
                 "{} (#{}), but the client kept the connection and sent {} #{}. Expected it to close the connection and tell the user.",
                 failure.what,
@@ -169,7 +170,7 @@ fn judge_unsupported_version(
     }
     if !told_the_user(model, failure.at) && case.end == RunEnd::Completed {
         problems.warn(
-            14,
+            R14,
             format!(
                 "{} (#{}), and the client stopped there but never told the user why{}. Expected an error event.",
                 failure.what,

@@ -16,6 +16,7 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::CaseRecord;
+use crate::rules::{RuleId, id::*};
 use crate::wire_model::WireModel;
 
 pub struct StableItemType;
@@ -25,8 +26,8 @@ impl Check for StableItemType {
         "stable-item-type"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[56, 57, 193, 198]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R56, R57, R193, R198]
     }
 
     fn requirement(&self) -> &'static str {
@@ -91,7 +92,7 @@ impl Check for StableItemType {
                     .collect();
                 frames.extend(explained.iter().map(|(i, _, _)| *i));
                 problems.warn(
-                    198,
+                    R198,
                     format!(
                         "the timeline item for toolCallId \"{tcid}\" (session \"{sid}\") changed type: {}. The agent itself changed the tool call's kind, or the subject it implies, on the wire ({}), so this is a warning.",
                         history.join(" → "),
@@ -101,7 +102,7 @@ impl Check for StableItemType {
                 );
             } else {
                 problems.fail(
-                    193,
+                    R193,
                     format!(
                         "the timeline item for toolCallId \"{tcid}\" (session \"{sid}\") changed type: {}. Expected one type for the item's whole life.",
                         history.join(" → ")

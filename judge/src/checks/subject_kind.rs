@@ -29,6 +29,7 @@
 
 use super::{Check, Finding, Grade, Problems};
 use crate::record::{CaseRecord, RunEnd};
+use crate::rules::{RuleId, id::*};
 use acp_vocab::control::{Approval, ApprovalResolved, Event, ResolvedBy};
 
 use crate::wire_model::{ControlMsg, EffectiveToolCall, PermissionRequest, WireModel};
@@ -40,8 +41,8 @@ impl Check for SubjectKind {
         "subject-kind"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[56, 57, 58, 59, 190]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R56, R57, R58, R59, R190]
     }
 
     fn requirement(&self) -> &'static str {
@@ -143,7 +144,7 @@ fn check_unshown(
         None => String::new(),
     };
     problems.fail(
-        190,
+        R190,
         format!(
             "permission request #{} (toolCallId {}) was never shown as an approval card{answered}, and no approval_resolved says a policy answered it. Expected: an `approval` event for requestId {}.",
             request.index,
@@ -176,7 +177,7 @@ fn check_approval(
     if let (Some(shown), Some(asked)) = (tool_call_id, request.tool_call_id) {
         if shown != asked {
             problems.fail(
-                56,
+                R56,
                 format!(
                     "approval #{approval} for request #{} is about toolCallId \"{shown}\"; the request is about \"{asked}\".",
                     request.index
@@ -202,9 +203,9 @@ fn check_approval(
             expected.reason
         );
         if effective.weakly_supports(shown) {
-            problems.warn(58, message, &frames);
+            problems.warn(R58, message, &frames);
         } else {
-            problems.fail(190, message, &frames);
+            problems.fail(R190, message, &frames);
         }
     }
     if let Some(tcid) = request.tool_call_id {
@@ -212,7 +213,7 @@ fn check_approval(
             if item_type != shown.as_str() {
                 frames.push(item);
                 problems.fail(
-                    190,
+                    R190,
                     format!(
                         "approval #{approval} shows subject \"{}\" but the timeline item for toolCallId \"{tcid}\" is \"{item_type}\" (#{item}). Expected the card and the item to agree.",
                         shown.as_str()

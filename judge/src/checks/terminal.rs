@@ -26,6 +26,7 @@
 //!   code or a signal are both true.
 //! * A command still running after the client exited is a warning (R105); the harness killed it.
 
+use crate::rules::{RuleId, id::*};
 use serde_json::Value;
 
 use super::fs::describe_diff;
@@ -41,8 +42,8 @@ impl Check for Terminal {
         "terminal"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[100, 101, 102, 103, 104, 105]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R100, R101, R102, R103, R104, R105]
     }
 
     fn requirement(&self) -> &'static str {
@@ -138,7 +139,7 @@ fn check_environment(
             match env.get(name) {
                 Some(got) if got == value => {}
                 got => problems.fail(
-                    100,
+                    R100,
                     format!(
                         "terminal/create #{} asked for {name}={value} in the command's environment, but the command ran {}. Expected every env entry of the request set for the command (R100).",
                         create.index,
@@ -159,7 +160,7 @@ fn check_environment(
         let norm = |p: &str| p.trim_end_matches('/').to_owned();
         if norm(ran_in) != norm(asked) && !ran_in.ends_with(asked.trim_start_matches('/')) {
             problems.fail(
-                100,
+                R100,
                 format!(
                     "terminal/create #{} asked for the working directory {asked}, but the command ran in {ran_in}. Expected the command to run in the cwd the agent gave (R100).",
                     create.index
@@ -231,7 +232,7 @@ fn check_terminal(
         .and_then(Value::as_str)
     else {
         problems.fail(
-            100,
+            R100,
             format!(
                 "terminal/create #{} was not answered with a terminalId (#{answer}), although the client advertised terminal. Expected the command to be started and its id returned.",
                 create.index
@@ -310,7 +311,7 @@ fn check_terminal(
             if *index > *after {
                 if let Some(problem) = exit_problem(expected, status) {
                     problems.fail(
-                        102,
+                        R102,
                         format!("{} #{}: {problem}.", call.method, call.msg.index),
                         &frames,
                     );
@@ -329,7 +330,7 @@ fn check_terminal(
         for later in calls.iter().filter(|c| c.msg.index > release.msg.index) {
             if let Some((index, Ok(_))) = later.answer {
                 problems.fail(
-                    104,
+                    R104,
                     format!(
                         "{} #{} on terminal {terminal_id:?} was answered with success (#{index}) after terminal/release #{} freed the id. Expected an error: a released terminal id is invalid.",
                         later.method, later.msg.index, release.msg.index
@@ -343,9 +344,9 @@ fn check_terminal(
     if probe.running_at_scenario_end {
         if let Some(stop) = stop.filter(|c| matches!(c.answer, Some((_, Ok(_))))) {
             let (rule, what) = if stop.method == "terminal/kill" {
-                (103, "terminal/kill")
+                (R103, "terminal/kill")
             } else {
-                (104, "terminal/release")
+                (R104, "terminal/release")
             };
             problems.fail(
                 rule,
@@ -361,7 +362,7 @@ fn check_terminal(
     }
     if probe.running_after_client_exit {
         problems.warn(
-            105,
+            R105,
             format!(
                 "the command of terminal {terminal_id:?} (pid {}, probe {:?}) still ran after the client exited; the harness killed it. Expected the client to kill its terminals when it ends.",
                 probe.pid.unwrap_or_default(),
@@ -403,7 +404,7 @@ fn check_output(
                 output.len()
             )
         };
-        problems.fail(101, message, &frames);
+        problems.fail(R101, message, &frames);
         return;
     }
     let exited_before = first_exit.is_some_and(|e| e < answer)
@@ -436,7 +437,7 @@ fn check_output(
             "it differs from what the command printed"
         };
         problems.fail(
-            101,
+            R101,
             format!(
                 "terminal/output #{}: {why} ({}). Expected the last {} bytes the command printed{}{} (outputByteLimit {}).",
                 call.msg.index,
@@ -452,7 +453,7 @@ fn check_output(
     let should = expected.len() < full.len();
     if truncated.is_some_and(|t| t != should) {
         problems.fail(
-            101,
+            R101,
             format!(
                 "terminal/output #{} says truncated: {}, but the command printed {} bytes and the limit is {}. Expected truncated: {should}.",
                 call.msg.index,

@@ -25,6 +25,7 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
+use crate::rules::{RuleId, id::*};
 use crate::wire_model::WireModel;
 
 pub struct ToolCallRow;
@@ -34,8 +35,8 @@ impl Check for ToolCallRow {
         "tool-call-row"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[56, 57, 199]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R56, R57, R199]
     }
 
     fn requirement(&self) -> &'static str {
@@ -74,7 +75,7 @@ impl Check for ToolCallRow {
                 if case.end == RunEnd::Completed {
                     let expected = model.described_before(sid, tcid, usize::MAX);
                     problems.fail(
-                        56,
+                        R56,
                         format!(
                             "the agent announced tool call \"{tcid}\" in session \"{sid}\" (#{first}, {}), but the client showed no timeline item for it. Expected a \"{}\" row ({}).",
                             announcement(model, first),
@@ -104,9 +105,9 @@ impl Check for ToolCallRow {
                 expected.reason
             );
             if call.weakly_supports(shown) {
-                problems.warn(199, message, &frames);
+                problems.warn(R199, message, &frames);
             } else {
-                problems.fail(57, message, &frames);
+                problems.fail(R57, message, &frames);
             }
         }
         problems.finish("")

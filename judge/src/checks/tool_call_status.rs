@@ -26,6 +26,7 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
+use crate::rules::{RuleId, id::*};
 use crate::wire_model::{Side, WireModel};
 
 pub struct ToolCallStatus;
@@ -43,8 +44,8 @@ impl Check for ToolCallStatus {
         "tool-call-status"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[57, 42, 50]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R57, R42, R50]
     }
 
     fn requirement(&self) -> &'static str {
@@ -121,17 +122,17 @@ impl Check for ToolCallStatus {
                 Some(at) if said_at < at => match shown {
                     "cancelled" => {}
                     _ if shown == agent || shown == "failed" => problems.warn(
-                        42,
+                        R42,
                         format!(
                             "{row}: it was still {agent} when the client sent session/cancel (#{at}) for the user's Stop, and the agent never finished it. Expected the client to mark it \"cancelled\" then (R42)."
                         ),
                         &[at, last.index],
                     ),
-                    _ => problems.fail(57, never_given(&row, agent, said_at), &[said_at, last.index]),
+                    _ => problems.fail(R57, never_given(&row, agent, said_at), &[said_at, last.index]),
                 },
                 // The agent reported a status after the Stop: that one (R50).
                 Some(at) if shown == "cancelled" && shown != agent => problems.warn(
-                    50,
+                    R50,
                     format!(
                         "{row}, the status the client gave it when it sent session/cancel (#{at}); the agent reported \"{agent}\" for it afterwards (#{said_at}). Expected the agent's later update to apply (R50)."
                     ),
@@ -151,7 +152,7 @@ impl Check for ToolCallStatus {
                             " The call had finished before the user's Stop (#{at}): a Stop marks only the calls still running (R42)."
                         ));
                     }
-                    problems.fail(57, message, &[said_at, last.index]);
+                    problems.fail(R57, message, &[said_at, last.index]);
                 }
             }
         }

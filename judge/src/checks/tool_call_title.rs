@@ -19,6 +19,7 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
+use crate::rules::{RuleId, id::*};
 use crate::wire_model::WireModel;
 
 pub struct ToolCallTitle;
@@ -28,8 +29,8 @@ impl Check for ToolCallTitle {
         "tool-call-title"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[57]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R57]
     }
 
     fn requirement(&self) -> &'static str {
@@ -78,7 +79,7 @@ impl Check for ToolCallTitle {
                 continue;
             }
             problems.fail(
-                57,
+                R57,
                 format!(
                     "the row of tool call \"{tcid}\" (session \"{sid}\") ends showing the title \"{shown}\" (#{last}), which the agent replaced: it gave that title at #{earlier_at} and retitled the call \"{agent}\" at #{said_at}. Expected the row to show \"{agent}\": a title in a tool_call_update (or a permission request's toolCall) replaces the one shown."
                 ),

@@ -52,6 +52,7 @@
 
 use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
+use crate::rules::{RuleId, id::*};
 use acp_vocab::control::{Command, Event, Turn};
 
 use crate::wire_model::{PermissionAnswer, Side, WireModel, WireMsg, note_of};
@@ -64,8 +65,8 @@ impl Check for TurnEnd {
         "turn-end"
     }
 
-    fn rules(&self) -> &'static [u16] {
-        &[38, 46, 48]
+    fn rules(&self) -> &'static [RuleId] {
+        &[R38, R46, R48]
     }
 
     fn requirement(&self) -> &'static str {
@@ -149,7 +150,7 @@ impl Check for TurnEnd {
                 .collect::<Vec<_>>()
                 .join(" or ");
             // Showing a cancelled end is the client's half of R48; any other end, of R38.
-            let rule = if stop_reason == "cancelled" { 48 } else { 38 };
+            let rule = if stop_reason == "cancelled" { R48 } else { R38 };
             match ends.last() {
                 Some(&(at, state)) if !accepted.contains(&state) => problems.fail(
                     rule,

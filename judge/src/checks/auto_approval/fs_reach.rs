@@ -20,6 +20,7 @@
 //! advertising `fs.*` is the user's grant (and R65 holds a client to writing there).
 //! A refusal (an error response) is always safe.
 
+use crate::rules::id::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -105,7 +106,7 @@ impl Judge<'_, '_> {
             };
             // R120/R121 let a client serve it only as its settings allow: the declared policy.
             problems.fail(
-                194,
+                R194,
                 format!(
                     "{method} #{} was served at #{} without the user's word: {}. No approved permission request of the session named that path{}, and the policy does not let the client {} outside the workspace by itself. Expected an error response (or the agent's permission request first). Policy: {}.",
                     fs.msg.index,
