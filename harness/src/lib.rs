@@ -4,28 +4,53 @@
 //! the `acp-fake-agent --connect` relay that the client spawns) and, through the client's
 //! control-plane adapter, the user. Every frame lands in a transcript; checks are pure functions
 //! of the recorded case. See docs/architecture.md and README.md.
-pub mod baseline;
-pub mod bench;
+//!
+//! # Module map, by role
+//!
+//! * **One case** — [`runner`] plays a case in three phases (`client_start`, `play`,
+//!   `teardown`) and grades it; beside it, the client's process ([`launch`], [`pty`], [`sweep`]),
+//!   the agent side's socket ([`relay_listener`]) and what a case leaves behind
+//!   ([`terminal_probe`], [`case_symlinks`]).
+//! * **The user** — [`control`] (the control-plane adapter), [`wire_only`] (clients without
+//!   one), [`observe`] (what a client without an adapter shows: its streams, its screen) and
+//!   [`keys`] (what a `[tui]` profile types).
+//! * **The client** — [`client_spec`] (argv or profile), [`locate`] (the workspace's own
+//!   binaries), [`install_clients`] (real clients into the cache).
+//! * **The suite** — [`suite`] (scenarios × checks, filters, shards), [`baseline`] (known
+//!   failures), [`nextest_cache`] (verdicts shared between nextest processes).
+//! * **Outputs** — [`run_json`] (the versioned result), [`run_writer`] (written as cases
+//!   finish), [`output`] and [`stdout`] (the terminal).
+//! * **Other commands' engines** — [`offline`] (`grade`), [`coverage`], [`bench`], [`fuzz`];
+//!   the subcommands themselves are the binary's `cmd/` modules.
+
+// One case
 pub mod case_symlinks;
-pub mod client_spec;
-pub mod control;
-pub mod coverage;
-pub mod fuzz;
-pub mod install_clients;
-pub mod keys;
 pub mod launch;
-pub mod locate;
-pub mod nextest_cache;
-pub mod observe;
-pub mod offline;
-pub mod output;
 pub mod pty;
 pub mod relay_listener;
-pub mod run_json;
-pub mod run_writer;
 pub mod runner;
-pub mod stdout;
-pub mod suite;
 pub mod sweep;
 pub mod terminal_probe;
+// The user
+pub mod control;
+pub mod keys;
+pub mod observe;
 pub mod wire_only;
+// The client
+pub mod client_spec;
+pub mod install_clients;
+pub mod locate;
+// The suite
+pub mod baseline;
+pub mod nextest_cache;
+pub mod suite;
+// Outputs
+pub mod output;
+pub mod run_json;
+pub mod run_writer;
+pub mod stdout;
+// Other commands' engines
+pub mod bench;
+pub mod coverage;
+pub mod fuzz;
+pub mod offline;
