@@ -152,16 +152,6 @@ impl Baseline {
         }
     }
 
-    /// Fails if an entry names no known check, scenario or trial of the scenarios in `dir` (all
-    /// of them, not just a run's selection).
-    pub fn validate_for_suite(&self, dir: &Path) -> Result<()> {
-        let cases: Vec<String> = crate::suite::load_cases(dir)?
-            .into_iter()
-            .map(|c| c.id)
-            .collect();
-        self.validate_cases(&cases)
-    }
-
     /// Fails if an entry names no check, and no scenario or trial of `case_ids` (every case of
     /// the suite, already loaded).
     pub fn validate_cases(&self, case_ids: &[String]) -> Result<()> {

@@ -11,13 +11,14 @@
 //!   `teardown`) and grades it; beside it, the client's process ([`launch`], [`pty`], [`sweep`]),
 //!   the agent side's socket ([`relay_listener`]) and what a case leaves behind
 //!   ([`terminal_probe`], [`case_symlinks`]).
-//! * **The user** — [`control`] (the control-plane adapter), [`wire_only`] (clients without
-//!   one), [`observe`] (what a client without an adapter shows: its streams, its screen) and
+//! * **The user** — [`control`] (the control-plane adapter) and [`control_schema`] (its
+//!   published schema), [`wire_only`] (clients without one), [`observe`] (what a client without an adapter shows: its streams, its screen) and
 //!   [`keys`] (what a `[tui]` profile types).
 //! * **The client** — [`client_spec`] (argv or profile), [`locate`] (the workspace's own
 //!   binaries), [`install_clients`] (real clients into the cache).
-//! * **The suite** — [`suite`] (scenarios × checks, filters, shards), [`baseline`] (known
-//!   failures), [`nextest_cache`] (verdicts shared between nextest processes).
+//! * **The suite** — [`suite`] (scenarios × checks, filters), [`shard`] (slices of a run),
+//!   [`baseline`] (known failures), [`nextest_cache`] (verdicts shared between nextest
+//!   processes).
 //! * **Outputs** — [`run_json`] (the versioned result), [`run_writer`] (written as cases
 //!   finish), [`output`] and [`stdout`] (the terminal).
 //! * **Other commands' engines** — [`offline`] (`grade`), [`coverage`], [`bench`], [`fuzz`];
@@ -33,6 +34,7 @@ pub mod sweep;
 pub mod terminal_probe;
 // The user
 pub mod control;
+pub mod control_schema;
 pub mod keys;
 pub mod observe;
 pub mod wire_only;
@@ -43,6 +45,7 @@ pub mod locate;
 // The suite
 pub mod baseline;
 pub mod nextest_cache;
+pub mod shard;
 pub mod suite;
 // Outputs
 pub mod output;

@@ -71,7 +71,7 @@ impl RunCache {
         play: impl FnOnce() -> Vec<Verdict>,
     ) -> Result<Vec<Verdict>, String> {
         self.create_dir()?;
-        let stem = format!("{:016x}", crate::suite::case_hash(case_id));
+        let stem = format!("{:016x}", crate::shard::case_hash(case_id));
         let lock_path = self.dir.join(format!("{stem}.lock"));
         let verdicts_path = self.dir.join(format!("{stem}.json"));
         let lock_file = OpenOptions::new()
@@ -217,7 +217,7 @@ mod tests {
         let cache = RunCache::under(root.path(), "run/../x");
         assert!(cache.dir.starts_with(root.path()), "{:?}", cache.dir);
         cache.get_or_play("a", || vec![verdict("fs")]).unwrap();
-        let stem = format!("{:016x}", crate::suite::case_hash("b"));
+        let stem = format!("{:016x}", crate::shard::case_hash("b"));
         std::fs::write(
             cache.dir.join(format!("{stem}.json")),
             r#"{"case_id":"not-b","verdicts":[]}"#,

@@ -182,16 +182,6 @@ impl UserDriver for WireOnlyUser {
     }
 }
 
-/// The harness did not click for this request: the client answers it by itself (the
-/// `auto-approval` check judges that answer).
-pub(crate) fn note_choose_skipped(rec: &Recorder, request_id: &Value, option_id: &str, why: &str) {
-    rec.note(&Note::UserChooseSkipped {
-        request_id: request_id.clone(),
-        option_id: option_id.to_owned(),
-        reason: why.to_owned(),
-    });
-}
-
 /// How long a request must have waited unanswered before the user cancels "while it is
 /// pending", for a client that answers by its own policy: a person does not press Stop within a
 /// millisecond, and a client that answers by itself does so at once.
@@ -290,7 +280,7 @@ impl WireOnlyUser {
         timeout: Duration,
     ) -> Result<(), UserFailure> {
         if !self.prompts() {
-            note_choose_skipped(
+            crate::control::note_choose_skipped(
                 &self.rec,
                 request_id,
                 option_id,

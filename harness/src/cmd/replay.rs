@@ -30,7 +30,7 @@ pub fn command(args: ReplayArgs) -> Result<ExitCode> {
     let case = suite::find_case(&cfg.scenarios_dir, &args.case_id)?;
     let baseline = args.baseline.as_deref().map(Baseline::load).transpose()?;
     if let Some(b) = &baseline {
-        b.validate_for_suite(&cfg.scenarios_dir)?;
+        suite::validate_baseline(b, &cfg.scenarios_dir)?;
     }
     let mut result = runtime()?.block_on(runner::run_case(&case, &client, &cfg));
     if let Some(b) = &baseline {

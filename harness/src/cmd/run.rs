@@ -241,6 +241,6 @@ fn load_baseline(args: &RunArgs, cfg: &RunConfig) -> Result<Option<Baseline>> {
     } else {
         Baseline::load(path)?
     };
-    baseline.validate_for_suite(&cfg.scenarios_dir)?;
+    suite::validate_baseline(&baseline, &cfg.scenarios_dir)?;
     Ok(Some(baseline))
 }

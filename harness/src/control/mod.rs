@@ -5,12 +5,12 @@
 //! * this module: [`ControlPlane`], the harness's end of the pipe to the adapter: commands out
 //!   (numbered, validated, recorded, written with a time limit), the handshake, and the waits
 //!   on what the adapter reported;
-//! * `schema.rs`: the published schema and [`validate_control`];
+//! * the published schema and [`validate_control`] are `crate::control_schema`'s (the observer
+//!   validates the events it makes with them too);
 //! * `state.rs`: what the adapter reported, read from its stdout by a task of its own;
 //! * `user.rs`: the user's actions of a scenario as commands, each waited on until the client
 //!   shows its effect (or skipped, with a note, when the client left nothing to do).
 
-mod schema;
 mod state;
 mod user;
 
@@ -24,7 +24,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Notify;
 
-pub use schema::{CONTROL_SCHEMA, validate_control};
+pub use crate::control_schema::{CONTROL_SCHEMA, validate_control};
 use state::{State, read_events};
 
 /// The harness's end of the control plane.
@@ -277,4 +277,20 @@ pub enum HandshakeError {
     NoHello(String),
     /// A hello with a version we do not speak.
     Unsupported(String),
+}
+
+/// The harness did not click for this request: the client answers it by itself (the
+/// `auto-approval` check judges that answer). Noted alike for both users, the control plane
+/// and the wire-only user (the `wire_only` module).
+pub(crate) fn note_choose_skipped(
+    rec: &Recorder,
+    request_id: &serde_json::Value,
+    option_id: &str,
+    why: &str,
+) {
+    rec.note(&acp_vocab::note::Note::UserChooseSkipped {
+        request_id: request_id.clone(),
+        option_id: option_id.to_owned(),
+        reason: why.to_owned(),
+    });
 }

@@ -11,7 +11,7 @@ use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Entry};
 use serde_json::Value;
 
-use super::ControlPlane;
+use super::{ControlPlane, note_choose_skipped};
 
 /// How often a wait that also reads the wire ([`ControlPlane::card`]) looks at it again.
 const WIRE_POLL: Duration = Duration::from_millis(50);
@@ -96,12 +96,7 @@ impl ControlPlane {
                 if let Card::NotShown(reason) = self.card(&request_id, timeout).await? {
                     // The client answered by itself (CONTROL.md, `policy` in hello): there is
                     // no card to click, and the checks judge the answer.
-                    crate::wire_only::note_choose_skipped(
-                        &self.rec,
-                        &request_id,
-                        &option_id,
-                        &reason,
-                    );
+                    note_choose_skipped(&self.rec, &request_id, &option_id, &reason);
                     return Ok(());
                 }
                 let seq = self

@@ -38,7 +38,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use crate::client_spec::ClientSpec;
-use crate::control::validate_control;
+use crate::control_schema::validate_control;
 use crate::launch::ExitInfo;
 use acp_fake_agents::machine_time;
 use acp_judge::wire_model::id_key;

@@ -31,7 +31,7 @@ fn types(events: &[Value]) -> Vec<&str> {
 
 fn valid(events: &[Value]) {
     for e in events {
-        crate::control::validate_control(e).unwrap_or_else(|err| panic!("{e}: {err}"));
+        crate::control_schema::validate_control(e).unwrap_or_else(|err| panic!("{e}: {err}"));
     }
 }
 
