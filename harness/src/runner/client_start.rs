@@ -61,7 +61,7 @@ impl ClientStart {
             serde_json::Value::from(start.agent_argv.clone()).to_string(),
         ));
         env.push((
-            "ACP_HARNESS_CWD".into(),
+            crate::sweep::MARKER_KEY.into(),
             workspace.to_string_lossy().into_owned(),
         ));
         start.argv = argv;
