@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use acp_fake_agents::scenario::{self, Scenario};
 use acp_harness::suite;
 
+#[path = "fidelity/stand_ins.rs"]
+mod stand_ins;
+
 /// Scenarios whose turn a committed recording covers, not linked yet, and why.
 const NOT_LINKED: &[(&str, &str)] = &[
     (
@@ -186,7 +189,7 @@ fn table() -> Table {
         let (agent, version) = (&s.meta.agent, &s.meta.version);
         let mine: Vec<(&String, &BTreeSet<String>)> = recorded
             .iter()
-            .filter(|((a, v), _)| a == agent && v.starts_with(&format!("{version}.")))
+            .filter(|((a, v), _)| a == agent && stand_ins::proves(a, version, v))
             .map(|((_, v), cases)| (v, cases))
             .collect();
         let cases: BTreeSet<&String> = mine.iter().flat_map(|(_, c)| c.iter()).collect();
