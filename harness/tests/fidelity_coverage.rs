@@ -66,6 +66,14 @@ const NOT_LINKED: &[(&str, &str)] = &[
         "it plays an in_progress update that reaches the client while the bash request is pending (a race reported for opencode 1.2.15, xenodium/agent-shell#369), which the recorded `shell` turn of 1.18.33 does not show: its in_progress updates come before the request and after the answer",
     ),
     (
+        "opencode@1.15/web-fetch",
+        "it plays a fetch that succeeds (completed, titled `<url> (<content-type>)`); the recorded `web-fetch` case of 1.15.4 fetches from a host that never resolves, so its fetch fails (`Transport error (GET <url>)`, titled `webfetch`)",
+    ),
+    (
+        "opencode@1.15/update-while-permission-pending",
+        "it plays an in_progress update that reaches the client while the bash request is pending (a race reported for opencode 1.2.15, xenodium/agent-shell#369), which the recorded `shell` turn of 1.15.4 does not show: its in_progress updates come before the request and after the answer",
+    ),
+    (
         "qwen-code@0.21/write-outside-auto-mode",
         "qwen-code shortens the path in the request title (`Writing to <user-home>/.../outside/summary.md`: a path longer than 80 characters keeps its first folder and as many last ones as fit), which no template of `${outside}` gives",
     ),
@@ -98,6 +106,8 @@ const SAME_TURN: &[(&str, &str)] = &[
     ("read-file", "read"),
     ("cancel-pending-permission", "cancel"),
     ("opencode@1.18/update-while-permission-pending", "shell"),
+    ("opencode@1.15/update-while-permission-pending", "shell"),
+    ("opencode@1.15/web-fetch", "web-fetch"),
     ("opencode@1.18/web-fetch", "web-fetch"),
     ("qwen-code@0.21/fs-read-missing", "read-missing"),
     ("qwen-code@0.21/fs-read-outside-asked", "read-outside"),
