@@ -22,7 +22,8 @@
 //! ```
 //!
 //! Every step may wait `delay_ms` first; an `await` (and `choose`) gives up after `timeout_ms`
-//! (an error, or the next step when `optional = true`).
+//! (an error, or the next step when `optional = true`). A `set_mode` with `optional = true` goes
+//! on when the agent refuses the mode (an error answer, recorded as such).
 
 use std::collections::BTreeMap;
 use std::path::Path;

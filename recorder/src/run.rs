@@ -409,13 +409,18 @@ async fn drive(
                         json!({"sessionId": sid, "modeId": mode}),
                     )
                     .await?;
-                d.wait_response(
-                    id,
-                    timeout.unwrap_or(Duration::from_secs(30)),
-                    "session/set_mode",
-                )
-                .await
-                .context(at.clone())?;
+                let answered = d
+                    .wait_response(
+                        id,
+                        timeout.unwrap_or(Duration::from_secs(30)),
+                        "session/set_mode",
+                    )
+                    .await;
+                // `optional`: a refused mode (an error answer, kept in the transcript) is what
+                // the case records; the case goes on.
+                if !step.optional {
+                    answered.context(at.clone())?;
+                }
             }
             Action::Prompt(text) => {
                 let text = template::fill(text, vars).map_err(|e| anyhow!("{at}: {e}"))?;

@@ -37,7 +37,8 @@ pub enum Api {
     AnthropicMessages,
     AnthropicCountTokens,
     Models,
-    /// Claude Code's reachability probe (`HEAD …/api/hello`), answered 200 with no body.
+    /// Claude Code's reachability probe (`HEAD …/api/hello`; Claude Code 2.1.91, bundled by
+    /// claude-agent-acp 0.25.3, sends `HEAD /`), answered 200 with no body.
     Hello,
 }
 
@@ -223,6 +224,9 @@ fn endpoint(method: &Method, path: &str) -> Option<Api> {
     if (method == Method::HEAD || method == Method::GET) && path.ends_with("/api/hello") {
         return Some(Api::Hello);
     }
+    if method == Method::HEAD && path.is_empty() {
+        return Some(Api::Hello);
+    }
     if method == Method::GET && (path.ends_with("/models") || path.contains("/models/")) {
         return Some(Api::Models);
     }
@@ -281,7 +285,7 @@ fn answer(shared: &Shared, req: &mut ModelRequest, uri: &Uri, body: &Bytes) -> R
             StatusCode::NOT_FOUND,
             &format!(
                 "acp-record model server: no such endpoint {} {}; it serves POST …/chat/completions, \
-                 …/responses, …/messages, …/messages/count_tokens, GET …/models and HEAD …/api/hello. Requests seen:\n{}",
+                 …/responses, …/messages, …/messages/count_tokens, GET …/models, HEAD …/api/hello and HEAD /. Requests seen:\n{}",
                 req.method,
                 req.path,
                 shared.seen()

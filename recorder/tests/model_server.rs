@@ -300,6 +300,9 @@ async fn anthropic_messages_count_tokens_and_side_calls() {
     // Claude Code 0.85's reachability probe.
     let r = blocking(move || http(addr, "HEAD", "/api/hello", None)).await;
     assert_eq!(r.status, 200);
+    // Claude Code 2.1.91's (claude-agent-acp 0.25.3): the base URL itself.
+    let r = blocking(move || http(addr, "HEAD", "/", None)).await;
+    assert_eq!(r.status, 200);
     let answers: Vec<String> = s.requests().into_iter().map(|r| r.answer).collect();
     assert_eq!(
         answers,
@@ -309,6 +312,7 @@ async fn anthropic_messages_count_tokens_and_side_calls() {
             "side",
             "count_tokens",
             "models",
+            "hello",
             "hello"
         ]
     );
