@@ -3,7 +3,9 @@
 //! ```toml
 //! description = "edit a file in the project"
 //! [files]                                # created in the run's folder before launch
-//! "proj/notes.md" = "helo world\n"
+//! "proj/notes.md" = "helo world\n"         # below proj/, outside/ or a sibling proj-<name>/
+//! [symlinks]                             # link (below the run's folder) = folder it points to
+//! "proj/docs" = "outside"
 //!
 //! [[step]]
 //! user = "new_session"
@@ -48,6 +50,8 @@ struct CaseFile {
     description: String,
     #[serde(default)]
     files: BTreeMap<String, String>,
+    #[serde(default)]
+    symlinks: BTreeMap<String, String>,
     #[serde(default, rename = "step")]
     steps: Vec<StepFile>,
 }
@@ -99,8 +103,11 @@ pub struct Step {
 pub struct Case {
     pub name: String,
     pub description: String,
-    /// Files below the run's folder (`proj/…`, `outside/…`).
+    /// Files below the run's folder (`proj/…`, `outside/…`, a sibling `proj-<name>/…`).
     pub files: BTreeMap<String, String>,
+    /// Symbolic links below the run's folder, each to a folder or file of it (run-relative
+    /// paths, as `files`): a link in the project that leads out of it.
+    pub symlinks: BTreeMap<String, String>,
     pub steps: Vec<Step>,
 }
 
@@ -118,8 +125,17 @@ impl Case {
     pub fn parse(text: &str, name: &str) -> Result<Case> {
         let file: CaseFile = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
         for path in file.files.keys() {
-            if !(path.starts_with("proj/") || path.starts_with("outside/")) || path.contains("..") {
-                bail!("files.\"{path}\": a case's file lies below proj/ or outside/");
+            if !in_run(path, false) {
+                bail!(
+                    "files.\"{path}\": a case's file lies below proj/, outside/ or a sibling proj-<name>/"
+                );
+            }
+        }
+        for (link, target) in &file.symlinks {
+            if !in_run(link, false) || !in_run(target, true) {
+                bail!(
+                    "symlinks.\"{link}\": a link and its target lie below proj/, outside/ or a sibling proj-<name>/"
+                );
             }
         }
         let mut steps = Vec::new();
@@ -201,9 +217,33 @@ impl Case {
             name: name.to_string(),
             description: file.description,
             files: file.files,
+            symlinks: file.symlinks,
             steps,
         })
     }
+}
+
+/// Whether `path` (run-relative) lies in a folder the run makes for the case: `proj/`,
+/// `outside/`, or a sibling of the project whose name starts with the project's (`proj-<name>/`,
+/// the folder a string-prefix workspace check takes for the project). `folder`: the path may
+/// also be one of those folders itself.
+fn in_run(path: &str, folder: bool) -> bool {
+    if path
+        .split('/')
+        .any(|part| part.is_empty() || part == "." || part == "..")
+    {
+        return false;
+    }
+    let top = path.split('/').next().unwrap_or_default();
+    let known = top == "proj"
+        || top == "outside"
+        || top.strip_prefix("proj-").is_some_and(|name| {
+            !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        });
+    known && (folder || path.contains('/'))
 }
 
 #[cfg(test)]
@@ -232,6 +272,29 @@ mod tests {
             }
         );
         assert!(c.steps[3].optional);
+    }
+
+    #[test]
+    fn files_and_links_stay_in_the_run_s_folders() {
+        let case = Case::parse(
+            "description = \"d\"\n[files]\n\"proj-backup/a.md\" = \"x\"\n[symlinks]\n\"proj/docs\" = \"outside\"\n[[step]]\nuser = \"new_session\"\n",
+            "c",
+        )
+        .unwrap();
+        assert_eq!(case.symlinks["proj/docs"], "outside");
+        assert!(case.files.contains_key("proj-backup/a.md"));
+        for bad in [
+            "proj/../x",
+            "projx/a",
+            "proj-/a",
+            "home/a",
+            "proj",
+            "/etc/x",
+        ] {
+            assert!(!in_run(bad, false), "{bad}");
+        }
+        assert!(in_run("outside", true));
+        assert!(err("description = \"d\"\n[symlinks]\n\"proj/docs\" = \"/etc\"\n[[step]]\nuser = \"new_session\"\n").contains("symlinks.\"proj/docs\""));
     }
 
     #[test]

@@ -171,6 +171,14 @@ async fn record_in(
         }
         std::fs::write(&path, text)?;
     }
+    for (link, target) in &case.symlinks {
+        let link = run.join(link);
+        if let Some(parent) = link.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::os::unix::fs::symlink(run.join(target), &link)
+            .with_context(|| format!("cannot make the link {}", link.display()))?;
+    }
 
     let stderr_buf = Arc::new(Mutex::new(Vec::<u8>::new()));
     let result = drive(recipe, case, opts, &server, &filled, &vars, &stderr_buf).await;

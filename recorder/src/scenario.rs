@@ -484,11 +484,7 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
     }
     if let Some(case) = case {
         for (path, content) in &case.files {
-            let target = if let Some(rest) = path.strip_prefix("proj/") {
-                format!("${{cwd}}/{rest}")
-            } else if let Some(rest) = path.strip_prefix("outside/") {
-                format!("${{outside}}/{rest}")
-            } else {
+            let Some(target) = run_path_template(path) else {
                 continue;
             };
             let _ = writeln!(
@@ -498,9 +494,36 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
                 toml_str(&content.replace("${", "$${"))
             );
         }
+        for (link, target) in &case.symlinks {
+            let (Some(link), Some(target)) = (run_path_template(link), run_path_template(target))
+            else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "[[setup]]\nsymlink = {}\ntarget = {}\n",
+                toml_str(&link),
+                toml_str(&target)
+            );
+        }
     }
     out += &steps;
     Ok(out.trim_end().to_string() + "\n")
+}
+
+/// A case's run-relative path as a scenario template: `proj/a` → `${cwd}/a`, `outside/a` →
+/// `${outside}/a`, a sibling `proj-old/a` → `${cwd}-old/a`.
+fn run_path_template(path: &str) -> Option<String> {
+    let (top, rest) = match path.split_once('/') {
+        Some((top, rest)) => (top, format!("/{rest}")),
+        None => (path, String::new()),
+    };
+    if top == "outside" {
+        Some(format!("${{outside}}{rest}"))
+    } else {
+        let sibling = top.strip_prefix("proj")?;
+        (sibling.is_empty() || sibling.starts_with('-')).then(|| format!("${{cwd}}{sibling}{rest}"))
+    }
 }
 
 /// An `as` name for a request: the method's last segment (`session/prompt` → `prompt`,
@@ -537,6 +560,15 @@ fn answer_keys(frame: &Frame, t: &mut Templater, ok: &str, err: &str) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_paths_become_templates() {
+        assert_eq!(run_path_template("proj/a.md").unwrap(), "${cwd}/a.md");
+        assert_eq!(run_path_template("outside").unwrap(), "${outside}");
+        assert_eq!(run_path_template("proj-old/a").unwrap(), "${cwd}-old/a");
+        assert_eq!(run_path_template("home/a"), None);
+        assert_eq!(run_path_template("projx/a"), None);
+    }
 
     #[test]
     fn strings_and_ids() {
