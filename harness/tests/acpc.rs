@@ -58,7 +58,7 @@ fn acpc_keeps_its_known_bugs() {
     );
 
     // An edit it refuses is answered `cancelled`, not with the request's reject option.
-    let r = run_one(&spec, "claude-agent-acp@0.25/retitle-other-kind");
+    let r = run_one(&spec, "claude-agent-acp@0.85/edit-permission[allow-once]");
     let (g, m) = grade(&r, "auto-approval");
     assert_eq!(*g, Grade::Warn, "{m}");
     assert!(m.contains("was answered cancelled"), "{m}");

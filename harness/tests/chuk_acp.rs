@@ -73,8 +73,8 @@ fn chuk_acp_keeps_its_known_bugs() {
         // SIGINT: no session/cancel, the turn is shown cancelled, exit 130. The scenario needs
         // nothing more of the client once its Stop sent no session/cancel (the agent finishes
         // the command and answers), so the run completes and exit 130 is no crash.
-        // opencode 1.15: the command runs without asking (1.18's recorded bash asks first).
-        let r = run_one(&spec, "opencode@1.15/cancel-mid-stream");
+        // claude-agent-acp 0.25.3 (recorded): Stop while a command runs that needed no answer.
+        let r = run_one(&spec, "claude-agent-acp@0.25/cancel-mid-stream");
         let (g, m) = grade(&r, "cancel-stop");
         assert_eq!(*g, Grade::Fail, "{name}: {m}");
         assert!(m.contains("never sent session/cancel"), "{name}: {m}");
