@@ -94,6 +94,10 @@ const NOT_LINKED: &[(&str, &str)] = &[
         "it plays a WebSearch (a tool the model's host runs, which the scripted model cannot start) and a fetch that succeeds; in the recorded `web-fetch` turn of 0.25.3 the allowed WebFetch of a host that never resolves fails before any fetch: Claude Code first checks the domain with claude.ai, which cannot be reached offline (\"Unable to verify if domain acp.example.invalid is safe to fetch…\")",
     ),
     (
+        "claude-agent-acp@0.85/web-fetch",
+        "it plays a WebSearch (a tool the model's host runs, which the scripted model cannot start) and a fetch that succeeds; in the recorded `web-fetch` turn of 0.85.1 the allowed WebFetch of a host that never resolves fails before any fetch: Claude Code first checks the domain with claude.ai, which cannot be reached offline (\"Unable to verify if domain acp.example.invalid is safe to fetch…\"); `deceptive-fetch-external` plays the recorded request",
+    ),
+    (
         "qwen-code@0.21/write-outside",
         "qwen-code shortens the path in the request title (`Writing to <user-home>/.../<run-name>/outside/summary.md`), which no template of `${outside}` gives",
     ),
@@ -114,6 +118,7 @@ const SAME_TURN: &[(&str, &str)] = &[
     ("opencode@1.15/web-fetch", "web-fetch"),
     ("opencode@1.18/web-fetch", "web-fetch"),
     ("claude-agent-acp@0.25/web-fetch", "web-fetch"),
+    ("claude-agent-acp@0.85/web-fetch", "web-fetch"),
     ("qwen-code@0.21/fs-read-missing", "read-missing"),
     ("qwen-code@0.21/fs-read-outside-asked", "read-outside"),
     ("qwen-code@0.21/search", "search-definition"),
