@@ -18,6 +18,22 @@ mod stand_ins;
 /// Scenarios whose turn a committed recording covers, not linked yet, and why.
 const NOT_LINKED: &[(&str, &str)] = &[
     (
+        "codex-acp@1.6/deceptive-read-outside",
+        "it plays a permissions request (kind other) for read access outside the workspace, which no recorded case makes codex send (the model is offered no `request_permissions` tool); in the recorded `dotdot-read` turn (mode read-only) a `cat` outside the project runs in the sandbox without asking (kind read \"Read file '<path>'\")",
+    ),
+    (
+        "codex-acp@1.6/deceptive-other-write-outside",
+        "it plays a permissions request (kind other) for write access outside the workspace, which no recorded case makes codex send (the model is offered no `request_permissions` tool); the recorded `write-outside` turn is a file change asking with the sparse edit request, which `deceptive-dotdot-edit` plays",
+    ),
+    (
+        "codex-acp@0.13/deceptive-read-outside",
+        "it plays an exec approval of a read outside the workspace (kind read); in the recorded `dotdot-read` turn (mode read-only) such a `cat` runs in the sandbox without asking, so the agent sends no request to play",
+    ),
+    (
+        "codex-acp@0.13/deceptive-other-write-outside",
+        "it plays a kindless request_permissions for write access outside the workspace, which no recorded case makes codex send (the model is offered no `request_permissions` tool); the recorded `write-outside` turn is a patch asking with the edit request, which `deceptive-dotdot-edit` plays",
+    ),
+    (
         "codex-acp@1.6/sparse-exec-permission",
         "it plays the adapter's test data it links (`approval-command-with-rawInput.json`: three options, a reason, no execpolicy amendment), which the recorded request (four options with `accept_execpolicy_amendment`, reason null) is not; `shell-permission` plays the recorded turn",
     ),
@@ -122,6 +138,16 @@ const SAME_TURN: &[(&str, &str)] = &[
     ("qwen-code@0.21/fs-read-missing", "read-missing"),
     ("qwen-code@0.21/fs-read-outside-asked", "read-outside"),
     ("qwen-code@0.21/search", "search-definition"),
+    ("codex-acp@1.6/deceptive-read-outside", "dotdot-read"),
+    ("codex-acp@0.13/deceptive-read-outside", "dotdot-read"),
+    (
+        "codex-acp@1.6/deceptive-other-write-outside",
+        "write-outside",
+    ),
+    (
+        "codex-acp@0.13/deceptive-other-write-outside",
+        "write-outside",
+    ),
 ];
 
 const DOC: &str = "docs/fidelity-coverage.md";
