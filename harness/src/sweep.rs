@@ -281,6 +281,17 @@ mod tests {
         fn remove(&self, pid: u32) {
             self.processes.borrow_mut().retain(|(p, ..)| p.pid != pid);
         }
+        /// Process `pid` replaced: an exec (same inode) or a reused pid (a new one).
+        fn replace(&self, pid: u32, ino: u64, environ: &str, start: u64) {
+            self.remove(pid);
+            self.add(pid, ino, environ, start);
+        }
+        /// The environment and start time of `pid`, if listed.
+        fn find(&self, pid: u32) -> Option<(Vec<u8>, u64)> {
+            let processes = self.processes.borrow();
+            let (_, environ, start) = processes.iter().find(|(p, ..)| p.pid == pid)?;
+            Some((environ.clone(), *start))
+        }
         fn reads(&self) -> usize {
             std::mem::take(&mut self.environ_reads.borrow_mut())
         }
@@ -292,13 +303,10 @@ mod tests {
         }
         fn environ(&self, pid: u32) -> Option<Vec<u8>> {
             *self.environ_reads.borrow_mut() += 1;
-            let processes = self.processes.borrow();
-            let (_, environ, _) = processes.iter().find(|(p, ..)| p.pid == pid)?;
-            Some(environ.clone())
+            self.find(pid).map(|(environ, _)| environ)
         }
         fn start_ticks(&self, pid: u32) -> Option<u64> {
-            let processes = self.processes.borrow();
-            processes.iter().find(|(p, ..)| p.pid == pid).map(|p| p.2)
+            self.find(pid).map(|(_, start)| start)
         }
         fn kill(&self, pid: u32) {
             self.killed.borrow_mut().push(pid);
@@ -335,8 +343,7 @@ mod tests {
         let mut memory = Memory::new(Some(OWN_START));
         assert_eq!(sweep(&table, &mut memory, b"ACP_HARNESS_CWD=/w/mine"), 0);
         // Process 300 exits and a process of this case gets its pid, with a new inode.
-        table.remove(300);
-        table.add(300, 99, "ACP_HARNESS_CWD=/w/mine", 1_700);
+        table.replace(300, 99, "ACP_HARNESS_CWD=/w/mine", 1_700);
         assert_eq!(sweep(&table, &mut memory, b"ACP_HARNESS_CWD=/w/mine"), 1);
         assert_eq!(*table.killed.borrow(), [300]);
         assert!(memory.known.is_empty(), "gone processes are forgotten");
@@ -350,8 +357,7 @@ mod tests {
         let mut memory = Memory::new(Some(OWN_START));
         assert_eq!(sweep(&table, &mut memory, b"ACP_HARNESS_CWD=/w/mine"), 0);
         // It execs the client with the case's marker, then leaves the client's group.
-        table.remove(400);
-        table.add(400, 20, "ACP_HARNESS_CWD=/w/mine", 2_000);
+        table.replace(400, 20, "ACP_HARNESS_CWD=/w/mine", 2_000);
         assert_eq!(sweep(&table, &mut memory, b"ACP_HARNESS_CWD=/w/mine"), 1);
     }
 
@@ -374,8 +380,7 @@ mod tests {
         let mut memory = Memory::new(Some(OWN_START));
         sweep(&table, &mut memory, b"ACP_HARNESS_CWD=/w/none");
         // It execs with an environment of its own: the kill follows the environment only.
-        table.remove(500);
-        table.add(500, 40, "PATH=/bin", 2_000);
+        table.replace(500, 40, "PATH=/bin", 2_000);
         assert_eq!(sweep(&table, &mut memory, b"ACP_HARNESS_CWD=/w/mine"), 0);
         assert!(table.killed.borrow().is_empty());
     }

@@ -227,7 +227,7 @@ impl Case {
 /// `outside/`, or a sibling of the project whose name starts with the project's (`proj-<name>/`,
 /// the folder a string-prefix workspace check takes for the project). `folder`: the path may
 /// also be one of those folders itself.
-fn in_run(path: &str, folder: bool) -> bool {
+pub(crate) fn in_run(path: &str, folder: bool) -> bool {
     if path
         .split('/')
         .any(|part| part.is_empty() || part == "." || part == "..")

@@ -417,17 +417,20 @@ async fn drive(
                         json!({"sessionId": sid, "modeId": mode}),
                     )
                     .await?;
-                let answered = d
-                    .wait_response(
+                let answer = d
+                    .wait_answer(
                         id,
                         timeout.unwrap_or(Duration::from_secs(30)),
                         "session/set_mode",
                     )
-                    .await;
+                    .await
+                    .context(at.clone())?;
                 // `optional`: a refused mode (an error answer, kept in the transcript) is what
-                // the case records; the case goes on.
-                if !step.optional {
-                    answered.context(at.clone())?;
+                // the case records, and the case goes on; no answer at all is still an error.
+                if let Err(e) = answer
+                    && !step.optional
+                {
+                    bail!("{at}: session/set_mode was answered with an error: {e}");
                 }
             }
             Action::Prompt(text) => {

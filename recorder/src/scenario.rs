@@ -514,16 +514,19 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
 /// A case's run-relative path as a scenario template: `proj/a` → `${cwd}/a`, `outside/a` →
 /// `${outside}/a`, a sibling `proj-old/a` → `${cwd}-old/a`.
 fn run_path_template(path: &str) -> Option<String> {
+    // The folders a case may use are the case's to say (`case::in_run`); this only spells them.
+    if !crate::case::in_run(path, true) {
+        return None;
+    }
     let (top, rest) = match path.split_once('/') {
         Some((top, rest)) => (top, format!("/{rest}")),
         None => (path, String::new()),
     };
-    if top == "outside" {
-        Some(format!("${{outside}}{rest}"))
-    } else {
-        let sibling = top.strip_prefix("proj")?;
-        (sibling.is_empty() || sibling.starts_with('-')).then(|| format!("${{cwd}}{sibling}{rest}"))
-    }
+    // `proj` or a sibling `proj-<name>`: the rest of the folder's name follows `${cwd}`.
+    Some(match top.strip_prefix("proj") {
+        Some(sibling) => format!("${{cwd}}{sibling}{rest}"),
+        None => format!("${{outside}}{rest}"),
+    })
 }
 
 /// An `as` name for a request: the method's last segment (`session/prompt` → `prompt`,

@@ -253,6 +253,19 @@ impl Driver<'_> {
         timeout: Duration,
         what: &str,
     ) -> Result<Value> {
+        self.wait_answer(id, timeout, what)
+            .await?
+            .map_err(|e| anyhow!("{what} was answered with an error: {e}"))
+    }
+
+    /// The answer to request `id`: its result, or the error the agent answered with (the inner
+    /// `Err`); no answer within `timeout` is the outer error.
+    pub(super) async fn wait_answer(
+        &mut self,
+        id: u64,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Result<Value, String>> {
         if !self
             .wait(timeout, |d| d.responses.contains_key(&id))
             .await?
@@ -260,8 +273,7 @@ impl Driver<'_> {
             bail!("{what}: no answer within {} ms", timeout.as_millis());
         }
         match self.responses.remove(&id) {
-            Some(Ok(v)) => Ok(v),
-            Some(Err(e)) => bail!("{what} was answered with an error: {e}"),
+            Some(answer) => Ok(answer.map_err(|e| e.to_string())),
             None => bail!("{what}: no answer"),
         }
     }
