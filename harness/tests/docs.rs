@@ -267,7 +267,7 @@ fn real_client_table() -> String {
             None => format!("`{}`", installed.display()),
         };
         let is_baseline = |n: &str| n.contains("baseline");
-        let test = format!("harness/tests/{}.rs", folder.replace('-', "_"));
+        let test = format!("harness/tests/real_clients/{}.rs", folder.replace('-', "_"));
         let test = if root.join(&test).is_file() {
             format!("[{test}](../{test})")
         } else {

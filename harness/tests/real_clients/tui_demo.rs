@@ -3,19 +3,19 @@
 //! clients/tui-demo/tui-demo.toml, which has no program of ours, only [tui], screen rules and
 //! keys. Skips without python3.
 
-mod real_client;
+use crate::real_client;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::real_client::{grade, run_one};
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::runner::{self, CaseResult, RunConfig};
 use acp_harness::suite;
 use acp_judge::checks::Grade;
 use acp_judge::record::RunEnd;
-use real_client::{grade, run_one};
 
 fn profile(name: &str) -> PathBuf {
     real_client::workspace().join("clients/tui-demo").join(name)
@@ -46,7 +46,6 @@ fn screen_note(r: &acp_harness::runner::CaseResult) -> Option<String> {
 
 /// A prompt typed at the input line, a card read from its box, an option chosen by its number,
 /// the turn's end read from the status line.
-#[test]
 fn a_full_screen_client_is_driven_through_its_screen() {
     if !python() {
         return;
@@ -89,7 +88,6 @@ fn a_full_screen_client_is_driven_through_its_screen() {
 
 /// By label: the selection bar is moved with <Down> until it shows the option's name; the
 /// third option too.
-#[test]
 fn options_are_reached_by_their_label() {
     if !python() {
         return;
@@ -117,7 +115,6 @@ fn profile_file(dir: &std::path::Path, text: &str) -> acp_harness::client_spec::
 
 /// An option the profile's inputs cannot reach is not_applicable with the reason, not a
 /// timeout.
-#[test]
 fn an_unreachable_option_is_not_applicable() {
     if !python() {
         return;
@@ -176,7 +173,6 @@ fn pid_of(r: &acp_harness::runner::CaseResult) -> i32 {
 
 /// A TUI that never draws, one that exits at once and one that ignores keys: each gets a clear
 /// verdict within the step timeout with its last screen, and leaves no process behind.
-#[test]
 fn a_broken_tui_gets_a_verdict_with_its_screen() {
     let dir = tempfile::tempdir().unwrap();
     let base = |argv: &str| {
@@ -243,7 +239,6 @@ fn demo_mutant(dir: &std::path::Path, mutant: &str) -> acp_harness::client_spec:
 /// A card answered with another option than the one picked fails offered-options, naming the
 /// option the user chose (the reference client has no such mutant; `collapse-by-kind` fails
 /// the same check).
-#[test]
 fn an_answer_other_than_the_pick_fails_offered_options() {
     if !python() {
         return;
@@ -300,7 +295,6 @@ fn failed_checks(results: &[CaseResult]) -> BTreeSet<&'static str> {
 /// reference client: on the cases that make each bug bite, tui-demo driven only through its
 /// screen passes every trial, and each of its field-bug mutants fails exactly the checks the
 /// reference client's mutant of the same name fails over its adapter.
-#[test]
 fn field_bugs_fail_the_same_checks_as_over_the_adapter() {
     if !python() {
         return;
@@ -386,3 +380,31 @@ fn field_bugs_fail_the_same_checks_as_over_the_adapter() {
         );
     }
 }
+
+/// This file's tests, for the runner of real_clients/main.rs.
+pub const TESTS: &[crate::Test] = &[
+    (
+        "a_full_screen_client_is_driven_through_its_screen",
+        a_full_screen_client_is_driven_through_its_screen,
+    ),
+    (
+        "options_are_reached_by_their_label",
+        options_are_reached_by_their_label,
+    ),
+    (
+        "an_unreachable_option_is_not_applicable",
+        an_unreachable_option_is_not_applicable,
+    ),
+    (
+        "a_broken_tui_gets_a_verdict_with_its_screen",
+        a_broken_tui_gets_a_verdict_with_its_screen,
+    ),
+    (
+        "an_answer_other_than_the_pick_fails_offered_options",
+        an_answer_other_than_the_pick_fails_offered_options,
+    ),
+    (
+        "field_bugs_fail_the_same_checks_as_over_the_adapter",
+        field_bugs_fail_the_same_checks_as_over_the_adapter,
+    ),
+];

@@ -5,17 +5,17 @@
 //! what it gets wrong, each with the place in the wheels' sources.
 //!
 //! Where ralph-any comes from: `$RALPH` if set; else installed from `[install]` into a venv in the
-//! cache with the SDK release it imports (real_client/mod.rs). Without python3 the tests skip and
+//! cache with the SDK release it imports (real_client.rs). Without python3 the tests skip and
 //! say so; with `ACP_HARNESS_REQUIRE=ralph-any` (set by .ci/run) they fail instead.
 
-mod real_client;
+use crate::real_client;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use crate::real_client::{client_sent, grade, run_one};
 use acp_harness::client_spec::ClientSpec;
 use acp_judge::checks::Grade;
-use real_client::{client_sent, grade, run_one};
 
 /// The two tests one after the other: the suite keeps every core busy, and ralph-any must start
 /// its agent within the step timeout.
@@ -35,7 +35,6 @@ fn ralph() -> Option<ClientSpec> {
 
 /// Every failure of the suite is in clients/ralph-any/baseline.toml and every entry still fails;
 /// each whole-case (cancel) entry is backed by a cancel that sent nothing.
-#[test]
 fn ralph_any_passes_the_suite_with_its_baseline() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(spec) = ralph() else { return };
@@ -73,7 +72,6 @@ fn ralph_any_passes_the_suite_with_its_baseline() {
 }
 
 /// The findings of clients/README.md ("ralph-any"), each read from one case.
-#[test]
 fn ralph_any_keeps_its_known_bugs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(spec) = ralph() else { return };
@@ -143,3 +141,15 @@ fn ralph_any_keeps_its_known_bugs() {
         "{m}"
     );
 }
+
+/// This file's tests, for the runner of real_clients/main.rs.
+pub const TESTS: &[crate::Test] = &[
+    (
+        "ralph_any_passes_the_suite_with_its_baseline",
+        ralph_any_passes_the_suite_with_its_baseline,
+    ),
+    (
+        "ralph_any_keeps_its_known_bugs",
+        ralph_any_keeps_its_known_bugs,
+    ),
+];

@@ -5,16 +5,16 @@
 //! acp-cli-approve-all.toml and baseline-approve-all.toml do the same for `--approve-all`.
 //!
 //! Where acp-cli comes from: `$ACP_CLI` if set; else `cargo install` of `[install]` into the
-//! cache (real_client/mod.rs; a few minutes, once). With `ACP_HARNESS_REQUIRE=acp-cli` (set by
+//! cache (real_client.rs; a few minutes, once). With `ACP_HARNESS_REQUIRE=acp-cli` (set by
 //! .ci/run) a client that cannot be had fails the test.
 
-mod real_client;
+use crate::real_client;
 
 use std::path::PathBuf;
 
+use crate::real_client::grade;
 use acp_judge::checks::Grade;
 use acp_vocab::transcript::Direction;
-use real_client::grade;
 
 fn profile(name: &str) -> PathBuf {
     real_client::workspace().join("clients/acp-cli").join(name)
@@ -22,7 +22,6 @@ fn profile(name: &str) -> PathBuf {
 
 /// Every failure of the suite is in clients/acp-cli/baseline.toml and every entry still fails;
 /// the worst of them, an execute approved by its title, is on the wire as such.
-#[test]
 fn acp_cli_passes_the_suite_with_its_baseline() {
     let Some(program) = real_client::program("acp-cli", &profile("acp-cli.toml"), "ACP_CLI") else {
         return;
@@ -53,7 +52,6 @@ fn acp_cli_passes_the_suite_with_its_baseline() {
 /// baseline-approve-all.toml, and every auto-approval failure is the one it names, an
 /// allow_always picked by acp-cli itself: claude-agent-acp 0.25 offers "Always Allow" first, and
 /// acp-cli answers it on the wire although "Allow" (allow_once) was offered too.
-#[test]
 fn acp_cli_approve_all_grants_always_by_itself() {
     let profile = profile("acp-cli-approve-all.toml");
     let Some(program) = real_client::program("acp-cli", &profile, "ACP_CLI") else {
@@ -102,3 +100,15 @@ fn acp_cli_approve_all_grants_always_by_itself() {
         "claude-agent-acp@0.25/edit-permission: allow_once offered {offered_once}, allow_always answered {answered_always}"
     );
 }
+
+/// This file's tests, for the runner of real_clients/main.rs.
+pub const TESTS: &[crate::Test] = &[
+    (
+        "acp_cli_passes_the_suite_with_its_baseline",
+        acp_cli_passes_the_suite_with_its_baseline,
+    ),
+    (
+        "acp_cli_approve_all_grants_always_by_itself",
+        acp_cli_approve_all_grants_always_by_itself,
+    ),
+];

@@ -4,17 +4,17 @@
 //! an outside program (clients/chuk-acp/observer.py).
 //!
 //! Where chuk-acp comes from: `$CHUK_ACP` if set; else installed from `[install]` into a venv in
-//! the cache (real_client/mod.rs). Without python3 the tests skip and say so; with
+//! the cache (real_client.rs). Without python3 the tests skip and say so; with
 //! `ACP_HARNESS_REQUIRE=chuk-acp` (set by .ci/run) they fail instead.
 
-mod real_client;
+use crate::real_client;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use crate::real_client::{grade, run_one};
 use acp_judge::checks::Grade;
 use acp_judge::record::RunEnd;
-use real_client::{grade, run_one};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -27,7 +27,6 @@ fn chuk_acp() -> Option<PathBuf> {
 }
 
 /// Every failure of the suite is in clients/chuk-acp/baseline.toml and every entry still fails.
-#[test]
 fn chuk_acp_passes_the_suite_with_its_baseline() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = chuk_acp() else { return };
@@ -45,7 +44,6 @@ fn chuk_acp_passes_the_suite_with_its_baseline() {
 /// The same suite and baseline with the outside observer (chuk-acp-program.toml): a program that
 /// reads the client's streams must reach the same verdicts as the data rules, or the baseline,
 /// written for the rules, would no longer match.
-#[test]
 fn chuk_acp_program_passes_the_suite_with_its_baseline() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = chuk_acp() else { return };
@@ -64,7 +62,6 @@ fn chuk_acp_program_passes_the_suite_with_its_baseline() {
 }
 
 /// The two findings of clients/README.md, read from one case each, under both observers.
-#[test]
 fn chuk_acp_keeps_its_known_bugs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = chuk_acp() else { return };
@@ -98,3 +95,19 @@ fn chuk_acp_keeps_its_known_bugs() {
         }
     }
 }
+
+/// This file's tests, for the runner of real_clients/main.rs.
+pub const TESTS: &[crate::Test] = &[
+    (
+        "chuk_acp_passes_the_suite_with_its_baseline",
+        chuk_acp_passes_the_suite_with_its_baseline,
+    ),
+    (
+        "chuk_acp_program_passes_the_suite_with_its_baseline",
+        chuk_acp_program_passes_the_suite_with_its_baseline,
+    ),
+    (
+        "chuk_acp_keeps_its_known_bugs",
+        chuk_acp_keeps_its_known_bugs,
+    ),
+];

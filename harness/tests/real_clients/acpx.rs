@@ -3,20 +3,20 @@
 //! observer as data; nothing in the harness knows acpx.
 //!
 //! Where acpx comes from: `$ACPX` if set; else installed from `[install]` of
-//! clients/acpx/acpx.toml into the cache (real_client/mod.rs). Without node and npm the tests
+//! clients/acpx/acpx.toml into the cache (real_client.rs). Without node and npm the tests
 //! skip and say so; with `ACP_HARNESS_REQUIRE=acpx` (set by .ci/run) they fail instead.
 
-mod real_client;
+use crate::real_client;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::real_client::{grade, run_one};
 use acp_harness::baseline::Baseline;
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::fuzz::{self, Driver, DriverConfig, PermissionTurn};
 use acp_judge::checks::Grade;
 use acp_judge::record::RunEnd;
-use real_client::{grade, run_one};
 
 /// acpx runs are heavy (node): one test at a time, so that step timeouts measure acpx and not
 /// the machine's load.
@@ -36,7 +36,6 @@ fn client(program: &Path, name: &str) -> ClientSpec {
 
 /// The whole suite against acpx.toml is green once clients/acpx/baseline.toml is applied: every
 /// failure is a known, listed one, and no listed one has gone away.
-#[test]
 fn acpx_passes_the_suite_with_its_baseline() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = acpx() else { return };
@@ -59,7 +58,6 @@ fn acpx_passes_the_suite_with_its_baseline() {
 /// What needs acpx's terminal prompt (docs/clients.md §2.2): SIGINT with a request pending
 /// exits 5 (PERMISSION_DENIED), so the cancelled turn shows as failed; Ctrl-C at the prompt
 /// answers reject without session/cancel; y/N cannot reach an allow_always option.
-#[test]
 fn acpx_on_a_terminal_keeps_its_known_bugs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = acpx() else { return };
@@ -150,7 +148,6 @@ fn assert_subject_kind(verdict: &fuzz::verdict::Verdict, grade: Grade) {
 /// passes; one where it takes the subject from the request alone is a finding that reproduces on
 /// a fresh acpx; with a baseline whose check-wide entry expects that check's failures
 /// (`ACP_HARNESS_BASELINE`) the same turn is no finding, its trial graded `expected`.
-#[test]
 fn the_fuzz_driver_plays_acpx_one_case_per_turn() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = acpx() else { return };
@@ -195,3 +192,19 @@ fn the_fuzz_driver_plays_acpx_one_case_per_turn() {
     let known = driver.play(&turn).expect("a known failure is no finding");
     assert_subject_kind(&known.verdict, Grade::Expected);
 }
+
+/// This file's tests, for the runner of real_clients/main.rs.
+pub const TESTS: &[crate::Test] = &[
+    (
+        "acpx_passes_the_suite_with_its_baseline",
+        acpx_passes_the_suite_with_its_baseline,
+    ),
+    (
+        "acpx_on_a_terminal_keeps_its_known_bugs",
+        acpx_on_a_terminal_keeps_its_known_bugs,
+    ),
+    (
+        "the_fuzz_driver_plays_acpx_one_case_per_turn",
+        the_fuzz_driver_plays_acpx_one_case_per_turn,
+    ),
+];

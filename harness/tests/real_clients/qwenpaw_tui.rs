@@ -6,10 +6,10 @@
 //! clients/qwenpaw-tui/baseline.toml with the place in paw's sources that explains it.
 //!
 //! Where paw comes from: `$PAW` if set; else installed from `[install]` into a venv in the cache
-//! (real_client/mod.rs). Without python3 the test skips and says so; with
+//! (real_client.rs). Without python3 the test skips and says so; with
 //! `ACP_HARNESS_REQUIRE=qwenpaw-tui` (set by .ci/run) it fails instead.
 
-mod real_client;
+use crate::real_client;
 
 use std::path::PathBuf;
 
@@ -35,7 +35,6 @@ const CASES: &[&str] = &[
     "regressions@synthetic/agent-dies-mid-turn",
 ];
 
-#[test]
 fn paw_is_graded_through_its_screen_with_its_baseline() {
     let Some(program) = real_client::program("qwenpaw-tui", &profile("qwenpaw-tui.toml"), "PAW")
     else {
@@ -71,3 +70,9 @@ fn paw_is_graded_through_its_screen_with_its_baseline() {
         "no card read from paw's screen"
     );
 }
+
+/// This file's tests, for the runner of real_clients/main.rs.
+pub const TESTS: &[crate::Test] = &[(
+    "paw_is_graded_through_its_screen_with_its_baseline",
+    paw_is_graded_through_its_screen_with_its_baseline,
+)];

@@ -1,4 +1,4 @@
-//! Shared by the tests of real clients without an adapter (acpx.rs, chuk_acp.rs): finding or
+//! Shared by the tests of real clients (the modules beside this one): finding or
 //! installing the client named by a profile's `[install]`, and running cases against it.
 //!
 //! Where a client comes from: `$<ENV>` if set; else the harness's cache, installed there once
@@ -6,8 +6,6 @@
 //! which `.ci/run` runs first). A client that cannot be installed is skipped with the command
 //! that installs it; with the client's name (or `*`) in `ACP_HARNESS_REQUIRE` (set by .ci/run)
 //! the test fails instead.
-
-#![allow(dead_code)] // each test file uses its own part
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -5,20 +5,20 @@
 //! SDK's.
 //!
 //! Where yopo comes from: `$YOPO` if set; else `cargo install` of `[install]` into the cache
-//! (real_client/mod.rs; about two minutes, once). With `ACP_HARNESS_REQUIRE=yopo` a client that
+//! (real_client.rs; about two minutes, once). With `ACP_HARNESS_REQUIRE=yopo` a client that
 //! cannot be had fails the test.
 
-mod real_client;
+use crate::real_client;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use crate::real_client::{grade, run_one};
 use acp_harness::client_spec::ClientSpec;
 use acp_harness::runner::CaseResult;
 use acp_judge::checks::Grade;
 use acp_vocab::run_end::RunEnd;
 use acp_vocab::transcript::Direction;
-use real_client::{grade, run_one};
 use serde_json::json;
 
 /// The two tests one after the other: the suite keeps every core busy, and the findings test
@@ -63,7 +63,6 @@ fn whole_case_entries(reason: &str) -> usize {
 /// Every failure of the suite is in clients/yopo/baseline.toml and every entry still fails; the
 /// whole-case entries, which cover every check of a case, are each backed by what that case shows:
 /// an unknown session/update variant named in yopo's dying words, or a cancel that sent nothing.
-#[test]
 fn yopo_passes_the_suite_with_its_baseline() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(spec) = yopo() else { return };
@@ -120,7 +119,6 @@ fn yopo_passes_the_suite_with_its_baseline() {
 }
 
 /// The findings of clients/README.md ("yopo"), each read from one case.
-#[test]
 fn yopo_keeps_its_known_bugs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(spec) = yopo() else { return };
@@ -225,3 +223,12 @@ fn yopo_keeps_its_known_bugs() {
         r.record.end
     );
 }
+
+/// This file's tests, for the runner of real_clients/main.rs.
+pub const TESTS: &[crate::Test] = &[
+    (
+        "yopo_passes_the_suite_with_its_baseline",
+        yopo_passes_the_suite_with_its_baseline,
+    ),
+    ("yopo_keeps_its_known_bugs", yopo_keeps_its_known_bugs),
+];

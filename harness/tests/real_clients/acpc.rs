@@ -3,16 +3,16 @@
 //! (clients/acpc/acpc.toml), so this is where `auto-approval` meets a real client's own policy.
 //!
 //! Where acpc comes from: `$ACPC` if set; else installed from `[install]` into a venv in the cache
-//! with the SDK release it imports (real_client/mod.rs). Without python3 the tests skip and say
+//! with the SDK release it imports (real_client.rs). Without python3 the tests skip and say
 //! so; with `ACP_HARNESS_REQUIRE=acpc` (set by .ci/run) they fail instead.
 
-mod real_client;
+use crate::real_client;
 
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use crate::real_client::{grade, run_one};
 use acp_judge::checks::Grade;
-use real_client::{grade, run_one};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -25,7 +25,6 @@ fn acpc() -> Option<PathBuf> {
 }
 
 /// Every failure of the suite is in clients/acpc/baseline.toml and every entry still fails.
-#[test]
 fn acpc_passes_the_suite_with_its_baseline() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = acpc() else { return };
@@ -42,7 +41,6 @@ fn acpc_passes_the_suite_with_its_baseline() {
 }
 
 /// The findings of clients/README.md ("acpc"), each read from one case.
-#[test]
 fn acpc_keeps_its_known_bugs() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = acpc() else { return };
@@ -69,3 +67,12 @@ fn acpc_keeps_its_known_bugs() {
     assert_eq!(*g, Grade::Fail, "{m}");
     assert!(m.contains("never reported that the turn ended"), "{m}");
 }
+
+/// This file's tests, for the runner of real_clients/main.rs.
+pub const TESTS: &[crate::Test] = &[
+    (
+        "acpc_passes_the_suite_with_its_baseline",
+        acpc_passes_the_suite_with_its_baseline,
+    ),
+    ("acpc_keeps_its_known_bugs", acpc_keeps_its_known_bugs),
+];

@@ -1,0 +1,74 @@
+//! The real clients of clients/*/ (installed from npm, PyPI and crates.io) and the bundled
+//! full-screen client, each under the suite with its baseline and each finding re-checked on one
+//! case: one test binary, every client at once.
+//!
+//! Why one binary, all at once: a real client's suite mostly waits — on its start, on settle
+//! times, on its exit after a turn — so its wall time is several times its CPU time (chuk-acp
+//! 0.3.2: 51 s of CPU in 211 s). Played one client after the other, as separate test binaries
+//! are, the waits add up to most of `cargo test`; played together they overlap. It is also the
+//! load proof of docs/timeouts.md run on every `cargo test`: each suite shares the machine with
+//! the others and must still get exactly the grades its baseline was blessed with on an idle
+//! machine.
+//!
+//! Runs like any libtest binary (`cargo test -p acp-harness --test real_clients -- acpc` runs
+//! acpc's tests, `-- --list` lists them, `--test-threads` overrides how many run at once).
+
+mod real_client;
+
+mod acp_cli;
+mod acpc;
+mod acpx;
+mod chuk_acp;
+mod qwenpaw_tui;
+mod ralph_any;
+mod tui_demo;
+mod yopo;
+
+use libtest_mimic::{Arguments, Trial};
+
+/// Tests in flight at once. The suites' CPU adds up to about two cores' worth of their summed wall
+/// time over four, so four at once keep two cores busy; more would not end sooner. Nor would
+/// the verdicts stay the same: a client's own wall-clock limits (acp-cli's and acpx's turn
+/// timeouts, for one) do not stretch with the load the way the harness's budgets do, and all
+/// eight at once beside other work made acp-cli give up on a turn the harness was still waiting
+/// on. Tests of one client that must not overlap hold that client's lock (a module's SERIAL).
+const AT_ONCE: usize = 4;
+
+/// A test of one client module: its name and body (which panics on failure).
+pub type Test = (&'static str, fn());
+
+/// Every module's tests, in the order they start: each module's first test (its suite, the
+/// longest) before any module's second, so that the long ones overlap instead of ending in a
+/// tail of one.
+fn trials() -> Vec<Trial> {
+    let modules: [(&str, &[Test]); 8] = [
+        ("acp_cli", acp_cli::TESTS),
+        ("acpc", acpc::TESTS),
+        ("acpx", acpx::TESTS),
+        ("chuk_acp", chuk_acp::TESTS),
+        ("qwenpaw_tui", qwenpaw_tui::TESTS),
+        ("ralph_any", ralph_any::TESTS),
+        ("tui_demo", tui_demo::TESTS),
+        ("yopo", yopo::TESTS),
+    ];
+    let longest = modules.iter().map(|(_, t)| t.len()).max().unwrap_or(0);
+    let mut trials = Vec::new();
+    for rank in 0..longest {
+        for (module, tests) in modules {
+            if let Some(&(name, body)) = tests.get(rank) {
+                trials.push(Trial::test(format!("{module}::{name}"), move || {
+                    body();
+                    Ok(())
+                }));
+            }
+        }
+    }
+    trials
+}
+
+fn main() -> std::process::ExitCode {
+    let mut args = Arguments::from_args();
+    let trials = trials();
+    args.test_threads.get_or_insert(AT_ONCE);
+    libtest_mimic::run(&args, trials).exit_code()
+}
