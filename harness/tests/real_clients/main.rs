@@ -66,7 +66,31 @@ fn trials() -> Vec<Trial> {
     trials
 }
 
+/// The modules' sources: this binary has no libtest harness (`harness = false`), so a `#[test]`
+/// in them would be compiled out and never run, silently.
+const SOURCES: [(&str, &str); 9] = [
+    ("acp_cli.rs", include_str!("acp_cli.rs")),
+    ("acpc.rs", include_str!("acpc.rs")),
+    ("acpx.rs", include_str!("acpx.rs")),
+    ("chuk_acp.rs", include_str!("chuk_acp.rs")),
+    ("qwenpaw_tui.rs", include_str!("qwenpaw_tui.rs")),
+    ("ralph_any.rs", include_str!("ralph_any.rs")),
+    ("real_client.rs", include_str!("real_client.rs")),
+    ("tui_demo.rs", include_str!("tui_demo.rs")),
+    ("yopo.rs", include_str!("yopo.rs")),
+];
+
 fn main() -> std::process::ExitCode {
+    for (file, source) in SOURCES {
+        // Spelled in two pieces so that this line does not match itself.
+        if source.contains(concat!("#[", "test]")) {
+            eprintln!(
+                "harness/tests/real_clients/{file} has a #[test], which never runs in this \
+                 binary: list the function in the module's TESTS instead"
+            );
+            return std::process::ExitCode::FAILURE;
+        }
+    }
     let mut args = Arguments::from_args();
     let trials = trials();
     args.test_threads.get_or_insert(AT_ONCE);
