@@ -58,8 +58,18 @@ fn acp_cli_approve_all_grants_always_by_itself() {
         return;
     };
     let spec = real_client::client(&profile, &program);
-    let results =
-        real_client::assert_suite_green(&spec, &self::profile("baseline-approve-all.toml"), 4);
+    // This profile differs from acp-cli.toml only in its policy, and the suite above plays the
+    // whole corpus: here the newest releases, the regressions and the edit case read below are
+    // enough (`ACP_REAL_CLIENT_CORPUS=full` plays everything).
+    let edit_cases = ["allow", "allow_always", "reject"]
+        .map(|run| format!("claude-agent-acp@0.25/edit-permission[{run}]"));
+    let also: Vec<&str> = edit_cases.iter().map(String::as_str).collect();
+    let results = real_client::assert_current_suite_green(
+        &spec,
+        &self::profile("baseline-approve-all.toml"),
+        4,
+        &also,
+    );
     let mut expected = 0;
     for r in &results {
         let (g, message) = grade(r, "auto-approval");
