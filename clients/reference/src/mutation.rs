@@ -277,16 +277,18 @@ pub enum Mutant {
     /// of different-ai-studio/teamclu#548: a chat kept bound to an ACP session no agent has).
     LocalSessionAfterFailedStart,
     // ---- requests left pending ----
-    /// The client dies while a `terminal/wait_for_exit` is pending (what issue 42 item 8 saw
-    /// of an independent client: the run ended as `crash` and the lost answer went unnamed).
+    /// The client dies while a `terminal/wait_for_exit` is pending: the agent's terminal request
+    /// is lost with it (generalaction/emdash#3196: an unhandled error of a terminal's process
+    /// killed the client's whole ACP worker, every conversation orphaned).
     DieOnWaitForExit,
     // ---- terminal environment ----
     /// `terminal/create`'s `env` entries are dropped: the command runs in the client's own
     /// environment (xuzhougeng/wispterm#549).
     DropEnv,
     // ---- a dead agent ----
-    /// The agent's death goes unnoticed: the client neither reports it nor exits (issue 42
-    /// item 11: a client whose SDK never fails pending requests at EOF).
+    /// The agent's death goes unnoticed: the client neither reports it nor exits
+    /// (clawbench-dev/clawbench#280: after the agent process was killed, the pending
+    /// `session/prompt` waited for ever and the session looked stuck).
     HangOnAgentDeath,
 }
 

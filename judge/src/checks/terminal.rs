@@ -387,13 +387,34 @@ fn check_output(
         return; // the schema check grades the shape
     };
     let truncated = result.get("truncated").and_then(Value::as_bool);
+    let exited_before = first_exit.is_some_and(|e| e < answer)
+        || result.get("exitStatus").is_some_and(|s| !s.is_null());
+    // All the command printed, when it had exited before this answer (the probe's copy is then
+    // the output the client had).
+    let printed = match probe.and_then(|p| p.output.as_deref()) {
+        Some(full) if exited_before && probe.is_some_and(|p| p.exit_code.is_some()) => Some(full),
+        _ => None,
+    };
     if let Some(limit) = limit.filter(|&l| output.len() > l) {
         // A cut inside a multi-byte character, decoded lossily: the broken bytes became U+FFFD
-        // (3 bytes), which is what made the output too long. Name the cut, not the count.
+        // (3 bytes), which is what made the output too long. Name the cut, not the count, and,
+        // when the probe says what was printed, the byte the output should start at: the one a
+        // reader fixing the client needs.
         let broken = output.trim_start_matches('\u{FFFD}');
         let message = if broken.len() < output.len() && broken.len() <= limit {
+            // Not in a pseudo-terminal: there the bytes read differ from the probe's (`\r\n`).
+            let plain = printed.filter(|_| probe.is_some_and(|p| !p.tty));
+            let boundary = plain.map_or(String::new(), |full| {
+                let kept = kept_tail(full, Some(limit)).len();
+                format!(
+                    ": byte {} of the {} bytes the command printed, the first character boundary at or after byte {} (where the last {limit} bytes begin), which keeps {kept} bytes",
+                    full.len() - kept,
+                    full.len(),
+                    full.len().saturating_sub(limit)
+                )
+            });
             format!(
-                "terminal/output #{} starts with U+FFFD: the client cut the output inside a multi-byte character and decoded the broken bytes as replacement characters ({} bytes returned, outputByteLimit {limit}). Expected the last bytes up to the limit, starting at the first character boundary.",
+                "terminal/output #{} starts with U+FFFD: the client cut the output inside a multi-byte character and decoded the broken bytes as replacement characters ({} bytes returned, outputByteLimit {limit}). Expected the last bytes up to the limit, starting at the first character boundary{boundary}.",
                 call.msg.index,
                 output.len()
             )
@@ -407,11 +428,8 @@ fn check_output(
         problems.fail(R101, message, &frames);
         return;
     }
-    let exited_before = first_exit.is_some_and(|e| e < answer)
-        || result.get("exitStatus").is_some_and(|s| !s.is_null());
-    let full = match probe.and_then(|p| p.output.as_deref()) {
-        Some(full) if exited_before && probe.is_some_and(|p| p.exit_code.is_some()) => full,
-        _ => return,
+    let Some(full) = printed else {
+        return;
     };
     // In a pseudo-terminal the line discipline printed every `\n` as `\r\n`: that is what the
     // client read, and what it keeps under the limit.
@@ -443,7 +461,16 @@ fn check_output(
                 call.msg.index,
                 describe_diff(expected.as_bytes(), output.as_bytes()),
                 expected.len(),
-                if expected.len() < full.len() { ", cut at a character boundary" } else { "" },
+                if expected.len() < full.len() {
+                    format!(
+                        ", from byte {} of {} on: the first character boundary at or after byte {}",
+                        full.len() - expected.len(),
+                        full.len(),
+                        full.len().saturating_sub(limit.unwrap_or(0))
+                    )
+                } else {
+                    String::new()
+                },
                 if probe.is_some_and(|p| p.tty) { ", as its pseudo-terminal wrote them (\\n as \\r\\n)" } else { "" },
                 limit.map_or("none".to_owned(), |l| l.to_string())
             ),
@@ -575,7 +602,10 @@ mod tests {
         let f = c.grade(&Terminal);
         assert_grade(&f, Grade::Fail, "exited with code 3");
         assert!(
-            f.message.contains("the beginning of the output"),
+            f.message.contains("the beginning of the output")
+                && f.message.contains(
+                    "Expected the last 3 bytes the command printed, from byte 3 of 6 on: the first character boundary at or after byte 2"
+                ),
             "{}",
             f.message
         );
@@ -585,10 +615,19 @@ mod tests {
             json!({"output":"\u{FFFD}gh","truncated":true}),
             probe(json!({})),
         );
+        let f = c.grade(&Terminal);
         assert_grade(
-            &c.grade(&Terminal),
+            &f,
             Grade::Fail,
             "starts with U+FFFD: the client cut the output inside a multi-byte character",
+        );
+        // "aéfgh" is 6 bytes; the last 4 begin at byte 2, inside "é": the first boundary is 3.
+        assert!(
+            f.message.contains(
+                "starting at the first character boundary: byte 3 of the 6 bytes the command printed, the first character boundary at or after byte 2 (where the last 4 bytes begin), which keeps 3 bytes."
+            ),
+            "{}",
+            f.message
         );
         let c = lifecycle(
             json!({"exitCode":3,"signal":null}),

@@ -299,9 +299,10 @@ impl Mutant {
                  reports the error, but shows the session open under a local id"
             }
             Mutant::DieOnWaitForExit => {
-                "no public report yet (issue 42 item 8 saw it on an independent client): the \
-                 client process dies while the agent's terminal/wait_for_exit is pending, so the \
-                 run ends as a crash and that request is never answered"
+                "generalaction/emdash#3196 (an unhandled error of a terminal's process killed \
+                 the client's whole ACP worker, every conversation orphaned): the client process \
+                 dies while the agent's terminal/wait_for_exit is pending, so the run ends as a \
+                 crash and that request is never answered"
             }
             Mutant::DropEnv => {
                 "xuzhougeng/wispterm#549 (terminal/create's env ignored: claude-agent-acp's \
@@ -309,9 +310,9 @@ impl Mutant {
                  the command runs in the client's own environment"
             }
             Mutant::HangOnAgentDeath => {
-                "no public report yet (issue 42 item 11 saw it on an independent notebook-kernel \
-                 client whose SDK never failed its pending requests at EOF): the agent's death \
-                 goes unnoticed, and the client neither reports it nor exits"
+                "clawbench-dev/clawbench#280 (after the agent process was killed, the client's \
+                 pending session/prompt waited for ever and the session looked stuck): the \
+                 agent's death goes unnoticed, and the client neither reports it nor exits"
             }
         }
     }
