@@ -173,7 +173,12 @@ fn env_ms(name: &str) -> Result<Option<std::time::Duration>> {
 /// judged only by `acp-harness run --baseline`, which sees them all); an unknown id fails every
 /// trial.
 pub fn conformance_main() -> std::process::ExitCode {
-    let args = Arguments::from_args();
+    let mut args = Arguments::from_args();
+    // A case mostly waits (on pipes, on its client's start), and trials of one case share its
+    // one play: many cases in flight keep the cores busy. Check-major order below puts
+    // different cases, not one case's checks, on the threads that start together.
+    args.test_threads
+        .get_or_insert(std::thread::available_parallelism().map_or(2, |n| n.get()) * 6);
     let dir = match scenarios_dir(None) {
         Ok(d) => d,
         Err(e) => return single_failure("scenarios::load", format!("{e:#}"), &args),
@@ -182,13 +187,15 @@ pub fn conformance_main() -> std::process::ExitCode {
         Ok(c) => c,
         Err(e) => return single_failure("scenarios::parse", format!("{e:#}"), &args),
     };
+    let cases: Vec<(Arc<Case>, Arc<OnceLock<Vec<Verdict>>>)> = cases
+        .into_iter()
+        .map(|case| (Arc::new(case), Arc::new(OnceLock::new())))
+        .collect();
     let mut trials = Vec::new();
-    for case in cases {
-        let case = Arc::new(case);
-        let cell: Arc<OnceLock<Vec<Verdict>>> = Arc::new(OnceLock::new());
-        for check in all_checks() {
+    for check in all_checks() {
+        for (case, cell) in &cases {
             let name = format!("{}::{}", case.id, check.id());
-            let (case, cell, dir) = (Arc::clone(&case), Arc::clone(&cell), dir.clone());
+            let (case, cell, dir) = (Arc::clone(case), Arc::clone(cell), dir.clone());
             let check_id = check.id();
             trials.push(Trial::test(name, move || {
                 let shared = shared(&dir).map_err(Failed::from)?;
