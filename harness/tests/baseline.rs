@@ -9,9 +9,15 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
+/// Cases in flight for a whole-corpus run: the reference client's cases mostly wait on pipes, so
+/// six per core keep the cores busy (`run`'s default, one per core, leaves them mostly idle).
+fn jobs() -> String {
+    (std::thread::available_parallelism().map_or(2, |n| n.get()) * 6).to_string()
+}
+
 fn run(client: &str, baseline: &Path, out: &Path, extra: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_acp-harness"))
-        .args(["run", "--client", client, "--baseline"])
+        .args(["run", "--jobs", &jobs(), "--client", client, "--baseline"])
         .arg(baseline)
         .arg("--out")
         .arg(out)
@@ -51,6 +57,8 @@ fn mutant_failure() -> &'static (String, String) {
         let o = Command::new(env!("CARGO_BIN_EXE_acp-harness"))
             .args([
                 "run",
+                "--jobs",
+                &jobs(),
                 "--client",
                 "mutant:always-command",
                 "--filter",
