@@ -1,6 +1,7 @@
 //! Deciding whether a client message fits a step: message shapes, subset patterns, captures, and
 //! what an answer to a permission request means for `[[step.on]]` branching.
 
+use acp_vocab::envelope::Shape;
 use serde_json::Value;
 
 use crate::scenario::When;
@@ -36,11 +37,10 @@ pub fn method(message: &Value) -> Option<&str> {
     message.get("method")?.as_str()
 }
 
-/// A JSON-RPC response: an object with an `id`, no `method`, and a `result` or an `error`.
+/// A JSON-RPC response: an object with an `id`, no `method`, and a `result` or an `error`
+/// ([`Shape`] read tolerantly: a malformed envelope is the judge's to grade).
 pub fn is_response(message: &Value) -> bool {
-    message.get("method").is_none()
-        && message.get("id").is_some()
-        && (message.get("result").is_some() || message.get("error").is_some())
+    Shape::of(message).response_id().is_some()
 }
 
 /// What the client answered to a request we sent, for `[[step.on]]`.

@@ -14,6 +14,7 @@ use acp_judge::checks::{Grade, grade_case};
 use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 use acp_judge::rules;
 use acp_vocab::control::{Command, Event};
+use acp_vocab::method::Method;
 use acp_vocab::transcript::{Direction, Entry};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -185,7 +186,8 @@ fn case_record(path: &Path, transcript: Vec<Entry>) -> Result<(CaseRecord, Vec<S
         .map(|p| p.join("outside"))
         .unwrap_or_default();
     let writes = transcript.iter().any(|e| {
-        e.direction == Direction::AgentToClient && e.method() == Some("fs/write_text_file")
+        e.direction == Direction::AgentToClient
+            && e.method() == Some(Method::FsWriteTextFile.as_str())
     });
     if writes {
         unknown.push(
@@ -226,7 +228,10 @@ fn workspace(transcript: &[Entry], unknown: &mut Vec<String>) -> PathBuf {
     }
     match transcript
         .iter()
-        .filter(|e| e.direction == Direction::ClientToAgent && e.method() == Some("session/new"))
+        .filter(|e| {
+            e.direction == Direction::ClientToAgent
+                && e.method() == Some(Method::SessionNew.as_str())
+        })
         .find_map(|e| cwd(e, "/params/cwd"))
     {
         Some(dir) => {

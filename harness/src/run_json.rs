@@ -9,6 +9,7 @@ use std::path::Path;
 
 use acp_fake_agents::scenario::Case;
 use acp_vocab::family::Family;
+use acp_vocab::method::Method;
 use std::io::Write;
 
 use acp_vocab::control::Hello;
@@ -227,7 +228,7 @@ fn first_hello(transcript: &[Entry]) -> Option<&Hello> {
 
 fn first_client_info(transcript: &[Entry]) -> Option<Value> {
     transcript.iter().find_map(|e| {
-        (e.direction == Direction::ClientToAgent && e.method() == Some("initialize"))
+        (e.direction == Direction::ClientToAgent && e.method() == Some(Method::Initialize.as_str()))
             .then(|| e.json()?.get("params")?.get("clientInfo").cloned())
             .flatten()
     })

@@ -15,8 +15,8 @@
 use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver, UserFailure};
-use acp_fake_agents::matching::is_response;
 use acp_fake_agents::scenario::{Case, StepKind, UserStep};
+use acp_vocab::envelope::Shape;
 use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Recorder};
 use nix::sys::signal::Signal;
@@ -260,7 +260,7 @@ impl WireOnlyUser {
                 let answers = entry.direction == Direction::ClientToAgent
                     && entry
                         .json()
-                        .is_some_and(|j| is_response(j) && j.get("id") == Some(request));
+                        .is_some_and(|j| Shape::of(j).response_id() == Some(request));
                 if answers && answer.is_none() {
                     answer = Some(entry.index);
                 }

@@ -126,69 +126,72 @@ fn table() -> &'static Table {
     TABLE.get_or_init(|| {
         use PayloadKind::*;
         use Side::*;
+        use acp_vocab::method::Method as M;
         let mut t: Table = HashMap::new();
-        let mut put = |side: Side, kind: PayloadKind, method: &'static str, entry: Entry| {
-            t.entry((side, kind)).or_default().insert(method, entry);
+        let mut put = |side: Side, kind: PayloadKind, method: M, entry: Entry| {
+            t.entry((side, kind))
+                .or_default()
+                .insert(method.as_str(), entry);
         };
         // Client → agent requests, and the agent's results for them.
-        let client_requests: [(&str, Entry, Entry); 12] = [
+        let client_requests: [(M, Entry, Entry); 12] = [
             (
-                "initialize",
+                M::Initialize,
                 entry!(InitializeRequest),
                 entry!(InitializeResponse),
             ),
             (
-                "authenticate",
+                M::Authenticate,
                 entry!(AuthenticateRequest),
                 entry!(AuthenticateResponse, true),
             ),
             (
-                "logout",
+                M::Logout,
                 entry!(LogoutRequest),
                 entry!(LogoutResponse, true),
             ),
             (
-                "session/new",
+                M::SessionNew,
                 entry!(NewSessionRequest),
                 entry!(NewSessionResponse),
             ),
             (
-                "session/load",
+                M::SessionLoad,
                 entry!(LoadSessionRequest),
                 entry!(LoadSessionResponse, true),
             ),
             (
-                "session/list",
+                M::SessionList,
                 entry!(ListSessionsRequest),
                 entry!(ListSessionsResponse),
             ),
             (
-                "session/delete",
+                M::SessionDelete,
                 entry!(DeleteSessionRequest),
                 entry!(DeleteSessionResponse, true),
             ),
             (
-                "session/resume",
+                M::SessionResume,
                 entry!(ResumeSessionRequest),
                 entry!(ResumeSessionResponse, true),
             ),
             (
-                "session/close",
+                M::SessionClose,
                 entry!(CloseSessionRequest),
                 entry!(CloseSessionResponse, true),
             ),
             (
-                "session/set_mode",
+                M::SessionSetMode,
                 entry!(SetSessionModeRequest),
                 entry!(SetSessionModeResponse, true),
             ),
             (
-                "session/set_config_option",
+                M::SessionSetConfigOption,
                 entry!(SetSessionConfigOptionRequest),
                 entry!(SetSessionConfigOptionResponse),
             ),
             (
-                "session/prompt",
+                M::SessionPrompt,
                 entry!(PromptRequest),
                 entry!(PromptResponse),
             ),
@@ -198,49 +201,49 @@ fn table() -> &'static Table {
             put(Agent, Result, method, res);
         }
         // Agent → client requests, and the client's results for them.
-        let agent_requests: [(&str, Entry, Entry); 9] = [
+        let agent_requests: [(M, Entry, Entry); 9] = [
             (
-                "session/request_permission",
+                M::SessionRequestPermission,
                 entry!(RequestPermissionRequest),
                 entry!(RequestPermissionResponse),
             ),
             (
-                "fs/read_text_file",
+                M::FsReadTextFile,
                 entry!(ReadTextFileRequest),
                 entry!(ReadTextFileResponse),
             ),
             (
-                "fs/write_text_file",
+                M::FsWriteTextFile,
                 entry!(WriteTextFileRequest),
                 entry!(WriteTextFileResponse, true),
             ),
             (
-                "terminal/create",
+                M::TerminalCreate,
                 entry!(CreateTerminalRequest),
                 entry!(CreateTerminalResponse),
             ),
             (
-                "terminal/output",
+                M::TerminalOutput,
                 entry!(TerminalOutputRequest),
                 entry!(TerminalOutputResponse),
             ),
             (
-                "terminal/release",
+                M::TerminalRelease,
                 entry!(ReleaseTerminalRequest),
                 entry!(ReleaseTerminalResponse, true),
             ),
             (
-                "terminal/wait_for_exit",
+                M::TerminalWaitForExit,
                 entry!(WaitForTerminalExitRequest),
                 entry!(WaitForTerminalExitResponse),
             ),
             (
-                "terminal/kill",
+                M::TerminalKill,
                 entry!(KillTerminalRequest),
                 entry!(KillTerminalResponse, true),
             ),
             (
-                "elicitation/create",
+                M::ElicitationCreate,
                 entry!(CreateElicitationRequest),
                 entry!(CreateElicitationResponse),
             ),
@@ -253,26 +256,26 @@ fn table() -> &'static Table {
         put(
             Client,
             NotificationParams,
-            "session/cancel",
+            M::SessionCancel,
             entry!(CancelNotification),
         );
         put(
             Agent,
             NotificationParams,
-            "session/update",
+            M::SessionUpdate,
             entry!(SessionNotification),
         );
         put(
             Agent,
             NotificationParams,
-            "elicitation/complete",
+            M::ElicitationComplete,
             entry!(CompleteElicitationNotification),
         );
         for side in [Client, Agent] {
             put(
                 side,
                 NotificationParams,
-                "$/cancel_request",
+                M::CancelRequest,
                 entry!(CancelRequestNotification),
             );
         }

@@ -8,6 +8,7 @@
 //! Used by the coverage table (`acp-harness coverage`): each item must be exercised by a scenario
 //! or explained.
 
+use acp_vocab::method::Method;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
@@ -82,7 +83,7 @@ pub fn session_update_variants() -> Vec<String> {
     let Some(schema) = schema_json(
         Side::Agent,
         PayloadKind::NotificationParams,
-        "session/update",
+        Method::SessionUpdate.as_str(),
     ) else {
         return Vec::new();
     };

@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use acp_vocab::method::Method;
 use anyhow::{Context, Result};
 use serde_json::Value;
 
@@ -50,8 +51,8 @@ fn shape_line(frame: &Frame, requests: &[(Dir, Value, String)]) -> Option<String
     if let Some(method) = frame.method() {
         let params = frame.params().cloned().unwrap_or(Value::Null);
         let mut line = format!("{arrow} {method}");
-        match method {
-            "session/update" => {
+        match Method::parse(method) {
+            Some(Method::SessionUpdate) => {
                 let u = params.get("update").cloned().unwrap_or(Value::Null);
                 let kind = s(u.get("sessionUpdate"));
                 let _ = write!(line, " {kind}");
@@ -59,7 +60,7 @@ fn shape_line(frame: &Frame, requests: &[(Dir, Value, String)]) -> Option<String
                     line += &tool_fields(&u);
                 }
             }
-            "session/request_permission" => {
+            Some(Method::SessionRequestPermission) => {
                 let tc = params.get("toolCall").cloned().unwrap_or(Value::Null);
                 line += &tool_fields(&tc);
                 let options: Vec<String> = params
@@ -73,8 +74,13 @@ fn shape_line(frame: &Frame, requests: &[(Dir, Value, String)]) -> Option<String
                     .unwrap_or_default();
                 let _ = write!(line, " options=[{}]", options.join(", "));
             }
-            "session/set_mode" | "session/new" | "session/prompt" | "initialize"
-            | "session/cancel" => {}
+            Some(
+                Method::SessionSetMode
+                | Method::SessionNew
+                | Method::SessionPrompt
+                | Method::Initialize
+                | Method::SessionCancel,
+            ) => {}
             _ => {
                 if let Some(path) = params.get("path") {
                     let _ = write!(line, " path={}", s(Some(path)));

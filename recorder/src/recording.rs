@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use acp_vocab::envelope::Shape;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
@@ -36,14 +37,21 @@ impl Frame {
         self.json.as_ref()?.get("id").filter(|id| !id.is_null())
     }
 
-    /// A request: a method and an id.
+    /// A request: a method and a non-null id.
     pub fn is_request(&self) -> bool {
-        self.method().is_some() && self.id().is_some()
+        self.shape()
+            .is_some_and(|s| matches!(s, Shape::Request { id, .. } if !id.is_null()))
     }
 
-    /// A response: an id, no method.
+    /// A response (result or error) with a non-null id.
     pub fn is_response(&self) -> bool {
-        self.method().is_none() && self.id().is_some()
+        self.shape()
+            .and_then(Shape::response_id)
+            .is_some_and(|id| !id.is_null())
+    }
+
+    fn shape(&self) -> Option<Shape<'_>> {
+        self.json.as_ref().map(Shape::of)
     }
 
     pub fn params(&self) -> Option<&Value> {

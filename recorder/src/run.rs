@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_vocab::method::Method;
 use acp_vocab::note::Note;
 use acp_vocab::transcript::{Entry, Recorder};
 use anyhow::{Context, Result, anyhow, bail};
@@ -370,13 +371,13 @@ async fn drive(
     let turn = Duration::from_millis(recipe.turn_timeout_ms);
     let id = d
         .request(
-            "initialize",
+            Method::Initialize,
             json!({"protocolVersion": 1,
                 "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": false},
                 "clientInfo": {"name": "acp-record", "title": "acp-harness recorder", "version": env!("CARGO_PKG_VERSION")}}),
         )
         .await?;
-    d.wait_response(id, startup, "initialize")
+    d.wait_response(id, startup, Method::Initialize.as_str())
         .await
         .context("the agent never connected")?;
 
@@ -389,10 +390,10 @@ async fn drive(
         match &step.action {
             Action::NewSession => {
                 let id = d
-                    .request("session/new", json!({"cwd": proj, "mcpServers": []}))
+                    .request(Method::SessionNew, json!({"cwd": proj, "mcpServers": []}))
                     .await?;
                 let result = d
-                    .wait_response(id, timeout.unwrap_or(startup), "session/new")
+                    .wait_response(id, timeout.unwrap_or(startup), Method::SessionNew.as_str())
                     .await
                     .context(at.clone())?;
                 let sid = result
@@ -413,7 +414,7 @@ async fn drive(
                     .ok_or_else(|| anyhow!("{at}: no session yet"))?;
                 let id = d
                     .request(
-                        "session/set_mode",
+                        Method::SessionSetMode,
                         json!({"sessionId": sid, "modeId": mode}),
                     )
                     .await?;
@@ -421,7 +422,7 @@ async fn drive(
                     .wait_answer(
                         id,
                         timeout.unwrap_or(Duration::from_secs(30)),
-                        "session/set_mode",
+                        Method::SessionSetMode.as_str(),
                     )
                     .await
                     .context(at.clone())?;
@@ -441,7 +442,7 @@ async fn drive(
                     .ok_or_else(|| anyhow!("{at}: no session yet"))?;
                 let id = d
                     .request(
-                        "session/prompt",
+                        Method::SessionPrompt,
                         json!({"sessionId": sid, "prompt": [{"type": "text", "text": text}]}),
                     )
                     .await?;
@@ -476,7 +477,7 @@ async fn drive(
                     session_id: sid.clone(),
                     by: None,
                 });
-                d.send(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}))
+                d.send(json!({"jsonrpc": "2.0", "method": Method::SessionCancel.as_str(), "params": {"sessionId": sid}}))
                     .await?;
             }
             Action::AwaitPromptEnd => {

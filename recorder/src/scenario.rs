@@ -17,6 +17,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 
+use acp_vocab::method::Method;
 use anyhow::{Result, bail};
 use regex::Regex;
 use serde_json::Value;
@@ -261,23 +262,24 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
             Dir::ToAgent if f.is_request() => {
                 let method = f.method().unwrap_or_default();
                 let params = f.params().cloned().unwrap_or(Value::Null);
-                match method {
-                    "initialize"
+                match Method::parse(method) {
+                    Some(Method::Initialize)
                         if !new_session_done
                             && frames[k..].iter().any(|g| {
-                                g.dir == Dir::ToAgent && g.method() == Some("session/new")
+                                g.dir == Dir::ToAgent
+                                    && g.method() == Some(Method::SessionNew.as_str())
                             }) =>
                     {
                         steps += "[[step]]\nuser = \"new_session\"\n\n";
                         new_session_done = true;
                     }
-                    "session/new" => {
+                    Some(Method::SessionNew) => {
                         if !new_session_done {
                             steps += "[[step]]\nuser = \"new_session\"\n\n";
                         }
                         new_session_done = false;
                     }
-                    "session/prompt" => {
+                    Some(Method::SessionPrompt) => {
                         let text: Vec<&str> = params
                             .get("prompt")
                             .and_then(Value::as_array)
@@ -295,7 +297,7 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
                             toml_str(&text)
                         );
                     }
-                    "session/set_mode" => {
+                    Some(Method::SessionSetMode) => {
                         if let Some(mode) = params.get("modeId").and_then(Value::as_str) {
                             let _ = writeln!(
                                 steps,
@@ -304,7 +306,7 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
                             );
                         }
                     }
-                    "session/set_config_option" => {
+                    Some(Method::SessionSetConfigOption) => {
                         if let (Some(config), Some(value)) = (
                             params.get("configId").and_then(Value::as_str),
                             params.get("value").and_then(Value::as_str),
@@ -347,13 +349,14 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
             },
             Dir::ToAgent => {
                 let method = f.method().unwrap_or_default();
-                if method == "session/cancel" {
+                if method == Method::SessionCancel.as_str() {
                     steps += "[[step]]\nuser = \"cancel\"\n";
                     // A permission request sent and not yet answered: Stop was pressed on it.
                     let pending = reqs.iter().filter(|(rk, r)| {
                         **rk < k
                             && frames[**rk].dir == Dir::FromAgent
-                            && frames[**rk].method() == Some("session/request_permission")
+                            && frames[**rk].method()
+                                == Some(Method::SessionRequestPermission.as_str())
                             && r.answer.is_none_or(|a| a > k)
                     });
                     if let Some((_, r)) = pending.min_by_key(|(rk, _)| **rk) {
@@ -396,14 +399,14 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
             }
             Dir::FromAgent => {
                 let method = f.method().unwrap_or_default();
-                match method {
-                    "fs/read_text_file" => {
+                match Method::parse(method) {
+                    Some(Method::FsReadTextFile) => {
                         requires.insert("fs.readTextFile");
                     }
-                    "fs/write_text_file" => {
+                    Some(Method::FsWriteTextFile) => {
                         requires.insert("fs.writeTextFile");
                     }
-                    m if m.starts_with("terminal/") => {
+                    _ if method.starts_with("terminal/") => {
                         requires.insert("terminal");
                     }
                     _ => {}
@@ -417,7 +420,7 @@ pub fn generate(rec: &Recording, case: Option<&Case>) -> Result<String> {
                         (outcome.get("outcome")?.as_str()? == "selected")
                             .then(|| outcome.get("optionId")?.as_str().map(str::to_string))?
                     });
-                    if method == "session/request_permission"
+                    if method == Method::SessionRequestPermission.as_str()
                         && let Some(option) = chosen
                     {
                         let _ = writeln!(

@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
+use acp_vocab::method::Method;
 use serde_json::{Value, json};
 
 use crate::Mode;
@@ -62,8 +63,8 @@ impl Terminals {
             .and_then(Value::as_str)
             .unwrap_or("chaos-term")
             .to_owned();
-        match method {
-            "terminal/create" => {
+        match Method::parse(method) {
+            Some(Method::TerminalCreate) => {
                 if mode == Mode::TerminalLeak {
                     let command = params
                         .and_then(|p| p.get("command"))
@@ -94,7 +95,7 @@ impl Terminals {
                 }
                 ok(id, json!({"terminalId": "chaos-term"}))
             }
-            "terminal/output" => match mode {
+            Some(Method::TerminalOutput) => match mode {
                 Mode::TerminalHugeOutput => ok(
                     id,
                     json!({"output": "x".repeat(4 << 20), "truncated": false}),
@@ -109,7 +110,7 @@ impl Terminals {
                 }
                 _ => ok(id, json!({"output": "", "truncated": false})),
             },
-            "terminal/wait_for_exit" => match mode {
+            Some(Method::TerminalWaitForExit) => match mode {
                 Mode::TerminalNeverExits => Reply::Nothing,
                 _ => {
                     // The leak's shell line exits at once (its child lives on).
@@ -123,7 +124,7 @@ impl Terminals {
                 }
             },
             // Release forgets the terminal; nothing is killed.
-            "terminal/release" => {
+            Some(Method::TerminalRelease) => {
                 self.children.remove(&terminal_id);
                 ok(id, json!({}))
             }

@@ -22,6 +22,7 @@ use crate::timeline::{ItemView, Timeline};
 use acp_vocab::control::{
     ApprovalResolved, Event, Item, Outcome, Reopen, ResolvedBy, Turn, TurnState,
 };
+use acp_vocab::method::Method;
 
 mod agent;
 mod auth;
@@ -329,7 +330,7 @@ impl Client {
             AgentState::NotStarted => match Connection::spawn(&self.agent_argv) {
                 Ok(mut conn) => {
                     conn.request(
-                        "initialize",
+                        Method::Initialize,
                         json!({
                             "protocolVersion": PROTOCOL_VERSION,
                             "clientCapabilities": {
@@ -403,7 +404,7 @@ impl Client {
         }
         if let Some(conn) = &mut self.conn {
             conn.request(
-                "session/new",
+                Method::SessionNew,
                 params,
                 Purpose::NewSession {
                     seq,
@@ -469,7 +470,7 @@ impl Client {
         }));
         if let Some(conn) = &mut self.conn {
             conn.request(
-                "session/prompt",
+                Method::SessionPrompt,
                 json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
                 Purpose::Prompt { session_id },
             );
@@ -574,9 +575,9 @@ impl Client {
             // MUTANT cancel-as-request (xenodium/acp.el#1, nexu-io/open-design#7959): the cancel
             // goes out as a request with an id instead of the notification it is.
             if self.mutant == Some(Mutant::CancelAsRequest) {
-                conn.request("session/cancel", params, Purpose::CancelRequest);
+                conn.request(Method::SessionCancel, params, Purpose::CancelRequest);
             } else {
-                conn.notify("session/cancel", params);
+                conn.notify(Method::SessionCancel, params);
             }
         }
         for approval in pending {

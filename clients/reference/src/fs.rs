@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use acp_vocab::method::Method;
 use serde_json::{Value, json};
 
 use crate::mutation::Mutant;
@@ -52,7 +53,7 @@ pub async fn read_text_file(params: &Value, mutant: Option<Mutant>) -> Result<Va
     // MUTANT refuse-reads (formulahendry/acp-ui#14): fs.readTextFile is advertised, but every
     // read is answered "Method not found".
     if mutant == Some(Mutant::RefuseReads) {
-        return Err(RpcError::method_not_found("fs/read_text_file"));
+        return Err(RpcError::method_not_found(Method::FsReadTextFile.as_str()));
     }
     let path = absolute_path(params)?;
     let mut line = positive(params, "line", 1)?;

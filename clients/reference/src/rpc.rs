@@ -24,6 +24,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::tool_update::ToolUpdate;
+use acp_vocab::method::Method;
 
 /// How long the agent gets to exit after its stdin is closed before it is killed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -192,16 +193,16 @@ impl<P> Connection<P> {
     }
 
     /// Send a request; its response comes back from [`Connection::recv`] with `purpose`.
-    pub fn request(&mut self, method: &str, params: Value, purpose: P) -> u64 {
+    pub fn request(&mut self, method: Method, params: Value, purpose: P) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.waiting.insert(id, purpose);
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method.as_str(), "params": params}));
         id
     }
 
-    pub fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    pub fn notify(&mut self, method: Method, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method.as_str(), "params": params}));
     }
 
     /// Answer the open agent request `id` (compared exactly). Returns false, and sends nothing,

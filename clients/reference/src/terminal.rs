@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use acp_vocab::method::Method;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
@@ -212,7 +213,7 @@ impl Terminals {
         params: &Value,
         session_cwd: Option<&str>,
     ) -> Result<Option<Value>, RpcError> {
-        if method == "terminal/create" {
+        if method == Method::TerminalCreate.as_str() {
             return self.create(params, session_cwd).map(Some);
         }
         let terminal_id = str_param(params, "terminalId")?;
@@ -227,8 +228,8 @@ impl Terminals {
                 "terminal {terminal_id:?} belongs to another session"
             )));
         }
-        match method {
-            "terminal/output" => {
+        match Method::parse(method) {
+            Some(Method::TerminalOutput) => {
                 let mutant = self.mutant;
                 let (output, truncated) = terminal
                     .output
@@ -250,7 +251,7 @@ impl Terminals {
                 }
                 Ok(Some(answer))
             }
-            "terminal/wait_for_exit" => {
+            Some(Method::TerminalWaitForExit) => {
                 if let Some(exit) = terminal.exited() {
                     return Ok(Some(exit.to_json()));
                 }
@@ -267,11 +268,11 @@ impl Terminals {
                 });
                 Ok(None)
             }
-            "terminal/kill" => {
+            Some(Method::TerminalKill) => {
                 terminal.kill(self.mutant);
                 Ok(Some(json!({})))
             }
-            "terminal/release" => {
+            Some(Method::TerminalRelease) => {
                 // MUTANT release-keeps-running (can1357/oh-my-pi#12435 shows the other half:
                 // nothing else stops a terminal that release does not): the id is forgotten,
                 // the process is not killed.
@@ -281,7 +282,7 @@ impl Terminals {
                 self.live.remove(terminal_id);
                 Ok(Some(json!({})))
             }
-            other => Err(RpcError::method_not_found(other)),
+            _ => Err(RpcError::method_not_found(method)),
         }
     }
 

@@ -16,6 +16,8 @@ use std::ops::Range;
 
 use serde::de::{Error as _, IgnoredAny};
 use serde::{Deserialize, Deserializer};
+
+use acp_vocab::method::Method;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -96,7 +98,7 @@ struct SessionUpdate;
 impl<'de> Deserialize<'de> for SessionUpdate {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         match <&'de str>::deserialize(deserializer)? {
-            "session/update" => Ok(SessionUpdate),
+            m if m == Method::SessionUpdate.as_str() => Ok(SessionUpdate),
             _ => Err(D::Error::custom("not a session/update")),
         }
     }

@@ -1,5 +1,7 @@
 //! The wire steps: expect (and reply), send, await an answer, faults, and the step dispatch.
 
+use acp_vocab::envelope::Shape;
+use acp_vocab::method::Method;
 use std::time::Duration;
 
 use acp_vocab::note::{BranchCase, Note};
@@ -89,9 +91,13 @@ impl<'a, C: Connector> Engine<'a, C> {
     }
 
     pub(super) async fn handshake(&mut self, step: &Step, timeout: Duration) -> StepResult {
-        for (method, frame) in [("initialize", "initialize"), ("session/new", "session_new")] {
+        // The profile names its canned answers by frame, not by method.
+        for (method, frame) in [
+            (Method::Initialize, "initialize"),
+            (Method::SessionNew, "session_new"),
+        ] {
             let expect = Expect {
-                what: Expected::Method(method.into()),
+                what: Expected::Method(method.as_str().into()),
                 alias: None,
                 pattern: None,
                 capture: Vec::new(),
@@ -145,7 +151,7 @@ impl<'a, C: Connector> Engine<'a, C> {
         else {
             return Ok(false);
         };
-        if matching::method(&msg.json) == Some("initialize") {
+        if matching::method(&msg.json) == Some(Method::Initialize.as_str()) {
             self.check_requires(&msg.json)?;
         }
         for (name, value) in captured {
@@ -314,10 +320,7 @@ impl<'a, C: Connector> Engine<'a, C> {
                 &what,
                 Some(alias),
                 go_on.then_some("go_on"),
-                |m| {
-                    (matching::is_response(&m.json) && m.json.get("id") == Some(&sent.id))
-                        .then_some(())
-                },
+                |m| (Shape::of(&m.json).response_id() == Some(&sent.id)).then_some(()),
             )
             .await;
         let msg = match found {
@@ -391,8 +394,8 @@ impl<'a, C: Connector> Engine<'a, C> {
         };
         conn.mailbox().unconsumed().iter().any(|m| {
             m.index > msg.index
-                && matching::method(&m.json) == Some("$/cancel_request")
-                && m.json.get("id").is_none()
+                && matches!(Shape::of(&m.json), Shape::Notification { method }
+                    if method == Method::CancelRequest.as_str())
                 && m.json.pointer("/params/requestId") == Some(id)
         })
     }

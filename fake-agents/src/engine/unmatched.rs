@@ -17,6 +17,7 @@
 //!
 //! Every such request is noted (`unmatched_request`) with the step the scenario was at.
 
+use acp_vocab::method::Method;
 use serde_json::{Value, json};
 
 use super::{Connector, Engine, Stop};
@@ -30,19 +31,19 @@ use acp_vocab::note::Note;
 /// lifecycle ones): for these the real agent's answer depends on what it is doing, so without a
 /// profile `[errors]` entry they are left unanswered rather than guessed.
 pub const AGENT_METHODS: &[&str] = &[
-    "initialize",
-    "authenticate",
-    "logout",
-    "session/new",
-    "session/load",
-    "session/resume",
-    "session/fork",
-    "session/list",
-    "session/close",
-    "session/prompt",
-    "session/set_mode",
-    "session/set_model",
-    "session/set_config_option",
+    Method::Initialize.as_str(),
+    Method::Authenticate.as_str(),
+    Method::Logout.as_str(),
+    Method::SessionNew.as_str(),
+    Method::SessionLoad.as_str(),
+    Method::SessionResume.as_str(),
+    Method::SessionFork.as_str(),
+    Method::SessionList.as_str(),
+    Method::SessionClose.as_str(),
+    Method::SessionPrompt.as_str(),
+    Method::SessionSetMode.as_str(),
+    Method::SessionSetModel.as_str(),
+    Method::SessionSetConfigOption.as_str(),
 ];
 
 /// Every `expect` of a scenario that can take a client request: its top-level step, method and
@@ -79,8 +80,8 @@ fn collect(steps: &[Step], all: &mut Vec<(usize, String, Option<Value>)>) {
     for step in steps {
         match &step.kind {
             StepKind::Handshake => {
-                all.push((step.top, "initialize".into(), None));
-                all.push((step.top, "session/new".into(), None));
+                all.push((step.top, Method::Initialize.as_str().into(), None));
+                all.push((step.top, Method::SessionNew.as_str().into(), None));
             }
             StepKind::Expect(e) => {
                 if let Expected::Method(name) = &e.what {
@@ -133,12 +134,12 @@ impl Unmatched<'_> {
 /// The capability an agent advertises in its `initialize` answer for an optional method: without
 /// it the method is not implemented, and an ACP SDK answers Method not found.
 fn capability_of(method: &str) -> Option<&'static str> {
-    Some(match method {
-        "session/list" => "/agentCapabilities/sessionCapabilities/list",
-        "session/close" => "/agentCapabilities/sessionCapabilities/close",
-        "session/resume" => "/agentCapabilities/sessionCapabilities/resume",
-        "session/fork" => "/agentCapabilities/sessionCapabilities/fork",
-        "session/load" => "/agentCapabilities/loadSession",
+    Some(match Method::parse(method)? {
+        Method::SessionList => "/agentCapabilities/sessionCapabilities/list",
+        Method::SessionClose => "/agentCapabilities/sessionCapabilities/close",
+        Method::SessionResume => "/agentCapabilities/sessionCapabilities/resume",
+        Method::SessionFork => "/agentCapabilities/sessionCapabilities/fork",
+        Method::SessionLoad => "/agentCapabilities/loadSession",
         _ => return None,
     })
 }

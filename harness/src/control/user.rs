@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use acp_fake_agents::engine::{UserAction, UserDriver, UserFailure};
 use acp_vocab::control::Command;
+use acp_vocab::envelope::Shape;
 use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Entry};
 use serde_json::Value;
@@ -26,11 +27,9 @@ enum Card {
 /// A client → agent response (result or error) to agent request `request_id`.
 fn is_answer_to(entry: &Entry, request_id: &Value) -> bool {
     entry.direction == Direction::ClientToAgent
-        && entry.json().is_some_and(|j| {
-            j.get("method").is_none()
-                && (j.get("result").is_some() || j.get("error").is_some())
-                && j.get("id") == Some(request_id)
-        })
+        && entry
+            .json()
+            .is_some_and(|j| Shape::of(j).response_id() == Some(request_id))
 }
 
 impl UserDriver for ControlPlane {

@@ -19,6 +19,7 @@ use acp_fake_agents::profile::Profile;
 use acp_fake_agents::scenario::{Expected, Fault, Scenario, StepKind};
 use acp_judge::surface::{self, MessageKind};
 use acp_judge::wire_model::Side;
+use acp_vocab::method::Method;
 use serde_json::Value;
 
 pub use data::{Explanation, ExplanationFile, Unstable};
@@ -218,7 +219,7 @@ pub fn exercised(scenarios: &[Scenario]) -> BTreeMap<Item, BTreeSet<String>> {
         for step in scenario.all_steps() {
             match &step.kind {
                 StepKind::Handshake => {
-                    for method in ["initialize", "session/new"] {
+                    for method in [Method::Initialize.as_str(), Method::SessionNew.as_str()] {
                         add(client_method(method));
                     }
                 }
@@ -271,7 +272,7 @@ fn sent_items(frame: &Value, profile: Option<&Profile>, invalid: bool, add: &mut
         method: method.to_owned(),
         from: Side::Agent,
     });
-    if method != "session/update" {
+    if method != Method::SessionUpdate.as_str() {
         return;
     }
     let Some(variant) = frame

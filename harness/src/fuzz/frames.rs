@@ -6,6 +6,7 @@
 //! are absolute, option kinds are the four of the schema. The `schema` check validates our frames
 //! too and would grade a mistake here `error` (a harness bug), never the client's fault.
 
+use acp_vocab::method::Method;
 use serde_json::{Map, Value, json};
 
 use super::input::{
@@ -201,7 +202,7 @@ impl Names<'_> {
         ]);
         object([
             ("jsonrpc", "2.0".into()),
-            ("method", "session/update".into()),
+            ("method", Method::SessionUpdate.as_str().into()),
             ("params", params),
         ])
     }
@@ -260,14 +261,14 @@ impl Names<'_> {
         object([
             ("jsonrpc", "2.0".into()),
             ("id", id.clone()),
-            ("method", "session/request_permission".into()),
+            ("method", Method::SessionRequestPermission.as_str().into()),
             ("params", Value::Object(params)),
         ])
     }
 
     /// `$/cancel_request`: the agent withdraws the request (R52).
     pub fn withdraw(&self, id: &Value) -> Value {
-        json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}})
+        json!({"jsonrpc": "2.0", "method": Method::CancelRequest.as_str(), "params": {"requestId": id}})
     }
 
     /// The update after the answer: `completed` if an allow option was selected, else `failed`;

@@ -19,6 +19,7 @@ use acp_vocab::control::{
     Approval, ApprovalResolved, Command, Event, Item, Message, Outcome, PresentedOption,
     ResolvedBy, Subject,
 };
+use acp_vocab::method::Method;
 use acp_vocab::transcript::{Direction, Entry, ParsedControl};
 use serde_json::{Value, json};
 
@@ -324,7 +325,7 @@ fn user_acts(
                 seq: 1,
                 session: "s1".into(),
             });
-            log.client(json!({"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":SESSION_ID}}));
+            log.client(json!({"jsonrpc":"2.0","method": Method::SessionCancel.as_str(),"params":{"sessionId":SESSION_ID}}));
             None
         }
         _ => None,

@@ -19,6 +19,8 @@
 
 mod turn;
 
+use acp_vocab::envelope::Shape;
+use acp_vocab::method::Method;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -228,12 +230,16 @@ impl Live {
         };
         self.link = Some(AgentLink::open(conn, MAX_LINE, &self.rec));
         let init = self
-            .wait_wire(timeout, "initialize", |j| is_request(j, "initialize"))
+            .wait_wire(timeout, Method::Initialize.as_str(), |j| {
+                is_request(j, Method::Initialize)
+            })
             .await?;
         let result: Value = serde_json::from_str(INITIALIZE_RESULT).unwrap_or_default();
         self.send(vec![reply(&init, result)], timeout).await?;
         let new = self
-            .wait_wire(timeout, "session/new", |j| is_request(j, "session/new"))
+            .wait_wire(timeout, Method::SessionNew.as_str(), |j| {
+                is_request(j, Method::SessionNew)
+            })
             .await?;
         self.send(vec![reply(&new, json!({"sessionId": SESSION_ID}))], timeout)
             .await?;
@@ -430,15 +436,20 @@ impl Live {
 }
 
 /// A request (it has an `id`) of this method.
-fn is_request(json: &Value, method: &str) -> bool {
-    json.get("method").and_then(Value::as_str) == Some(method) && json.get("id").is_some()
+fn is_request(json: &Value, method: Method) -> bool {
+    Shape::of(json).is_request_for(method)
 }
 
 /// A request to the agent that the fake agent does not serve.
 fn unserved(json: &Value) -> bool {
     let method = json.get("method").and_then(Value::as_str);
     json.get("id").is_some()
-        && method.is_some_and(|m| !matches!(m, "initialize" | "session/new" | "session/prompt"))
+        && method.is_some_and(|m| {
+            !matches!(
+                Method::parse(m),
+                Some(Method::Initialize | Method::SessionNew | Method::SessionPrompt)
+            )
+        })
 }
 
 fn crashed(exit: &launch::ExitInfo, reason: &str) -> RunEnd {

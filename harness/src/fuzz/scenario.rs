@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use acp_vocab::method::Method;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
@@ -123,7 +124,7 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
     step(
         w,
         &[
-            ("expect", basic("initialize")),
+            ("expect", basic(Method::Initialize.as_str())),
             (
                 "reply",
                 format!(
@@ -136,7 +137,7 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
     step(
         w,
         &[
-            ("expect", basic("session/new")),
+            ("expect", basic(Method::SessionNew.as_str())),
             ("reply", "'{\"sessionId\":\"${sessionId}\"}'".to_owned()),
         ],
     );
@@ -146,7 +147,10 @@ pub fn to_scenario(turn: &PermissionTurn, id: &str, source: &str) -> String {
     );
     step(
         w,
-        &[("expect", basic("session/prompt")), ("as", basic("prompt"))],
+        &[
+            ("expect", basic(Method::SessionPrompt.as_str())),
+            ("as", basic("prompt")),
+        ],
     );
     if let Some(shape) = &turn.announce {
         step(w, &[("send", literal(&names.announce(shape)))]);

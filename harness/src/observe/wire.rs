@@ -6,6 +6,7 @@
 //! The engine records a frame to the client before writing it, so a request is always in the
 //! transcript by the time the client can show it.
 
+use acp_vocab::method::Method;
 use acp_vocab::transcript::{Direction, Entry, Recorder};
 use serde_json::Value;
 
@@ -50,8 +51,12 @@ impl WireView {
     fn learn(&mut self, entry: &Entry) {
         let Some(json) = entry.json() else { return };
         let text = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_str).map(str::to_owned);
-        match (entry.direction, entry.method(), json.get("id")) {
-            (Direction::AgentToClient, Some("session/request_permission"), Some(id)) => {
+        match (
+            entry.direction,
+            entry.method().and_then(Method::parse),
+            json.get("id"),
+        ) {
+            (Direction::AgentToClient, Some(Method::SessionRequestPermission), Some(id)) => {
                 self.requests.push(AcpRequest {
                     id: id.clone(),
                     session_id: text(json, "/params/sessionId").unwrap_or_default(),
@@ -60,7 +65,7 @@ impl WireView {
                     options: json.pointer("/params/options").cloned().unwrap_or_default(),
                 })
             }
-            (Direction::ClientToAgent, Some("session/prompt"), Some(id)) => {
+            (Direction::ClientToAgent, Some(Method::SessionPrompt), Some(id)) => {
                 let session = text(json, "/params/sessionId").unwrap_or_default();
                 self.prompt = Some((id_key(id), session));
                 self.stop_reason = None;

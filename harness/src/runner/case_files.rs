@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use acp_vocab::method::Method;
 use acp_vocab::transcript::Direction;
 use serde_json::Value;
 
@@ -28,7 +29,10 @@ pub(super) fn files_after(
         };
         let json = json.as_ref();
         let method = json.get("method").and_then(Value::as_str);
-        if !matches!(method, Some("fs/write_text_file" | "fs/read_text_file")) {
+        if !matches!(
+            method.and_then(Method::parse),
+            Some(Method::FsWriteTextFile | Method::FsReadTextFile)
+        ) {
             continue;
         }
         let Some(path) = json.pointer("/params/path").and_then(Value::as_str) else {

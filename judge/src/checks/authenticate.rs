@@ -12,6 +12,7 @@
 //! authentication and the client never authenticated has nothing to judge (`not_applicable`).
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -27,12 +28,12 @@ const AUTH_REQUIRED: i64 = -32000;
 
 /// Requests that use the agent's sessions.
 const USES: [&str; 6] = [
-    "session/new",
-    "session/load",
-    "session/resume",
-    "session/prompt",
-    "session/set_mode",
-    "session/set_config_option",
+    Method::SessionNew.as_str(),
+    Method::SessionLoad.as_str(),
+    Method::SessionResume.as_str(),
+    Method::SessionPrompt.as_str(),
+    Method::SessionSetMode.as_str(),
+    Method::SessionSetConfigOption.as_str(),
 ];
 
 impl Check for Authenticate {
@@ -67,7 +68,9 @@ impl Check for Authenticate {
                     if code == Some(AUTH_REQUIRED) {
                         judged = true;
                         required.insert(msg.conn, msg.index);
-                    } else if request.method() == Some("authenticate") && msg.result().is_some() {
+                    } else if request.method() == Some(Method::Authenticate.as_str())
+                        && msg.result().is_some()
+                    {
                         required.remove(&msg.conn);
                     }
                 }
@@ -76,7 +79,7 @@ impl Check for Authenticate {
                     if !msg.is_request() {
                         continue;
                     }
-                    if method == "authenticate" {
+                    if method == Method::Authenticate.as_str() {
                         judged = true;
                         self.method_advertised(
                             model,

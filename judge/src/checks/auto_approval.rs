@@ -36,6 +36,7 @@ mod reach;
 pub(crate) use reach::outside_reason;
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -493,7 +494,7 @@ fn cancel_happened(model: &WireModel<'_>, request: &PermissionRequest<'_>, answe
         .iter()
         .take_while(|m| m.index < answer)
         .any(|m| {
-            m.is_notification_for("$/cancel_request")
+            m.is_notification_for(Method::CancelRequest)
                 && m.params()
                     .and_then(|p| p.get("requestId"))
                     .is_some_and(|id| id_key(id) == id_key(request.id))

@@ -42,6 +42,7 @@
 //!   `agent_killed`, a scenario's `fault = "crash"`) is not required to be answered.
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use std::collections::HashMap;
 
 use acp_vocab::control::{Command, Event, Turn, TurnState};
@@ -163,7 +164,8 @@ fn frame_it_may_have_died_of(
         .take_while(|m| m.index < at)
         .filter(|m| m.from == Side::Agent && m.is_request())
         .filter(|m| {
-            !(m.is_request_for("session/request_permission") && m.params_session_id() == Some(sid))
+            !(m.is_request_for(Method::SessionRequestPermission)
+                && m.params_session_id() == Some(sid))
         })
         .any(|m| model.answers_to(m.index).is_empty());
     let unknown = || {
@@ -192,7 +194,7 @@ fn check_cancel(
         prompt.and_then(|p| model.answers_to(p.index).into_iter().find(|&a| a > at));
     let next_prompt = model
         .session_msgs_from(sid, at + 1)
-        .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
+        .find(|m| m.from == Side::Client && m.is_request_for(Method::SessionPrompt))
         .map(|m| m.index);
     let turn_end = prompt_response.or(next_prompt).unwrap_or(usize::MAX);
 
@@ -217,12 +219,12 @@ fn check_cancel(
         let sent = model
             .session_msgs_from(sid, at)
             .take_while(|m| m.index < next_cancel)
-            .any(|m| m.from == Side::Client && m.is_notification_for("session/cancel"));
+            .any(|m| m.from == Side::Client && m.is_notification_for(Method::SessionCancel));
         let as_request = || {
             model
                 .session_msgs_from(sid, at)
                 .take_while(|m| m.index < next_cancel)
-                .find(|m| m.from == Side::Client && m.is_request_for("session/cancel"))
+                .find(|m| m.from == Side::Client && m.is_request_for(Method::SessionCancel))
         };
         if let Some(request) = (!sent).then(as_request).flatten() {
             problems.fail(
@@ -393,7 +395,7 @@ fn check_cancel(
     }
     let next_wire_prompt = model
         .session_msgs_from(sid, response + 1)
-        .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
+        .find(|m| m.from == Side::Client && m.is_request_for(Method::SessionPrompt))
         .map(|m| m.index);
     let bound = next_wire_prompt.unwrap_or(usize::MAX).min(next_cancel);
     let next_user_prompt = model

@@ -35,6 +35,7 @@ use crate::rules::{RuleId, id::*};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
+use acp_vocab::method::Method;
 use serde_json::Value;
 
 use super::{Check, Finding, Problems};
@@ -111,9 +112,9 @@ impl<'m, 'a> FsRequest<'m, 'a> {
     }
 
     fn of(model: &WireModel<'a>, msg: &'m WireMsg<'a>) -> Option<Self> {
-        let write = match msg.method()? {
-            "fs/write_text_file" => true,
-            "fs/read_text_file" => false,
+        let write = match Method::parse(msg.method()?) {
+            Some(Method::FsWriteTextFile) => true,
+            Some(Method::FsReadTextFile) => false,
             _ => return None,
         };
         if !msg.is_request() {

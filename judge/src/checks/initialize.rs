@@ -18,6 +18,7 @@
 //! Not applicable when the client sent nothing on the wire.
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use serde_json::Value;
 
 use super::{Check, Finding, Problems};
@@ -71,7 +72,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
     if matches!(first.kind, MsgKind::Invalid { .. }) {
         return; // not JSON-RPC: the jsonrpc check reports it
     }
-    let init = if first.is_request_for("initialize") {
+    let init = if first.is_request_for(Method::Initialize) {
         Some(*first)
     } else {
         problems.fail(
@@ -85,7 +86,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
             &[first.index],
         );
         msgs.iter()
-            .find(|m| m.from == Side::Client && m.is_request_for("initialize"))
+            .find(|m| m.from == Side::Client && m.is_request_for(Method::Initialize))
             .copied()
     };
     let Some(init) = init else { return };
@@ -93,7 +94,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
     // When initialization completed: the first successful response to an initialize request.
     let completed = msgs
         .iter()
-        .filter(|m| m.from == Side::Client && m.is_request_for("initialize"))
+        .filter(|m| m.from == Side::Client && m.is_request_for(Method::Initialize))
         .find_map(|request| {
             model
                 .answers_to(request.index)
@@ -110,7 +111,7 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
             let mut frames = vec![init.index, m.index];
             frames.extend(completed);
             problems.fail(
-                if method == "session/prompt" { R35 } else { R23 },
+                if method == Method::SessionPrompt.as_str() { R35 } else { R23 },
                 format!(
                     "the client sent {method} #{} {why}. Expected initialization to complete first (R23, R35).",
                     m.index
@@ -118,7 +119,9 @@ fn check_handshake(model: &WireModel<'_>, msgs: &[&WireMsg<'_>], problems: &mut 
                 &frames,
             );
         }
-        if method == "initialize" && m.is_request() && completed.is_some_and(|done| m.index > done)
+        if method == Method::Initialize.as_str()
+            && m.is_request()
+            && completed.is_some_and(|done| m.index > done)
         {
             problems.warn(
                 R197,
@@ -191,13 +194,13 @@ fn check_advertised(
         .filter(|m| m.from == Side::Client && m.is_request())
     {
         let Some(method) = m.method() else { continue };
-        let needs = match method {
-            "session/load" => Some(("/loadSession", R25)),
-            "session/resume" => Some(("/sessionCapabilities/resume", R28)),
-            "session/close" => Some(("/sessionCapabilities/close", R28)),
-            "session/list" => Some(("/sessionCapabilities/list", R28)),
-            "session/delete" => Some(("/sessionCapabilities/delete", R28)),
-            "logout" => Some(("/auth/logout", R20)),
+        let needs = match Method::parse(method) {
+            Some(Method::SessionLoad) => Some(("/loadSession", R25)),
+            Some(Method::SessionResume) => Some(("/sessionCapabilities/resume", R28)),
+            Some(Method::SessionClose) => Some(("/sessionCapabilities/close", R28)),
+            Some(Method::SessionList) => Some(("/sessionCapabilities/list", R28)),
+            Some(Method::SessionDelete) => Some(("/sessionCapabilities/delete", R28)),
+            Some(Method::Logout) => Some(("/auth/logout", R20)),
             _ => None,
         };
         if let Some((pointer, rule)) = needs {
@@ -213,7 +216,10 @@ fn check_advertised(
             }
         }
         let params = m.params();
-        if matches!(method, "session/new" | "session/load" | "session/resume") {
+        if matches!(
+            Method::parse(method),
+            Some(Method::SessionNew | Method::SessionLoad | Method::SessionResume)
+        ) {
             let servers = params
                 .and_then(|p| p.get("mcpServers"))
                 .and_then(Value::as_array);
@@ -235,7 +241,7 @@ fn check_advertised(
                 }
             }
         }
-        if method == "session/prompt" {
+        if method == Method::SessionPrompt.as_str() {
             let blocks = params
                 .and_then(|p| p.get("prompt"))
                 .and_then(Value::as_array);
@@ -274,9 +280,9 @@ fn check_honest(model: &WireModel<'_>, conn: u32, msgs: &[&WireMsg<'_>], problem
         .filter(|m| m.from == Side::Agent && m.is_request())
     {
         let Some(method) = m.method() else { continue };
-        let capability = match method {
-            "fs/read_text_file" => "/clientCapabilities/fs/readTextFile",
-            "fs/write_text_file" => "/clientCapabilities/fs/writeTextFile",
+        let capability = match Method::parse(method) {
+            Some(Method::FsReadTextFile) => "/clientCapabilities/fs/readTextFile",
+            Some(Method::FsWriteTextFile) => "/clientCapabilities/fs/writeTextFile",
             _ if method.starts_with("terminal/") => "/clientCapabilities/terminal",
             _ => continue,
         };

@@ -26,6 +26,7 @@
 //! `fault = "crash"`) is not required to be answered: there is nobody left to answer.
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use std::collections::HashMap;
 
 use super::{Check, Finding, Problems};
@@ -108,7 +109,8 @@ impl Check for JsonRpc {
                 group.1.extend(answers);
                 continue;
             }
-            if let (Some(&answer), "session/request_permission") = (answers.first(), method)
+            if let Some(&answer) = answers.first()
+                && method == Method::SessionRequestPermission.as_str()
                 && let Some(withdrawn) = withdrawal(model, msg.conn, id, msg.index)
                 && withdrawn < answer
                 && waited_for_the_user(model, msg.index)
@@ -247,7 +249,7 @@ fn withdrawal(
         .find(|m| {
             m.from == Side::Agent
                 && m.conn == conn
-                && m.is_notification_for("$/cancel_request")
+                && m.is_notification_for(Method::CancelRequest)
                 && m.params().and_then(|p| p.get("requestId")) == Some(id)
         })
         .map(|m| m.index)
@@ -362,14 +364,17 @@ fn waits_on_a_live_command(model: &WireModel<'_>, conn: u32, request: usize) -> 
     let Some(msg) = model.msg(request) else {
         return false;
     };
-    if msg.method() != Some("terminal/wait_for_exit") {
+    if msg.method() != Some(Method::TerminalWaitForExit.as_str()) {
         return false;
     }
     let terminal = msg.params().and_then(|p| p.get("terminalId"));
     !model.msgs_from(request).iter().any(|m| {
         m.from == Side::Agent
             && m.conn == conn
-            && matches!(m.method(), Some("terminal/kill" | "terminal/release"))
+            && matches!(
+                m.method().and_then(Method::parse),
+                Some(Method::TerminalKill | Method::TerminalRelease)
+            )
             && m.params().and_then(|p| p.get("terminalId")) == terminal
     })
 }

@@ -12,6 +12,7 @@
 //! absoluteness is checked.
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use std::collections::VecDeque;
 use std::path::Path;
 
@@ -24,7 +25,11 @@ use acp_vocab::control::Command;
 
 pub struct SessionCwd;
 
-const METHODS: [&str; 3] = ["session/new", "session/load", "session/resume"];
+const METHODS: [&str; 3] = [
+    Method::SessionNew.as_str(),
+    Method::SessionLoad.as_str(),
+    Method::SessionResume.as_str(),
+];
 
 impl Check for SessionCwd {
     fn id(&self) -> &'static str {
@@ -56,7 +61,7 @@ impl Check for SessionCwd {
             }
             any = true;
             let params = msg.params();
-            let asked = if method == "session/new" {
+            let asked = if method == Method::SessionNew.as_str() {
                 commands.pop_front()
             } else {
                 None

@@ -22,6 +22,7 @@
 //! * Not applicable when the case has fewer than two sessions.
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use serde_json::Value;
 
 use super::{Check, Finding, Problems};
@@ -266,7 +267,7 @@ fn check_cancels(model: &WireModel<'_>, problems: &mut Problems) {
             .find(|c| c.session_id != session_id)
     };
     for msg in model.msgs.iter().filter(|m| m.from == Side::Client) {
-        if !msg.is_notification_for("session/cancel") {
+        if !msg.is_notification_for(Method::SessionCancel) {
             continue;
         }
         let Some(target) = msg.params_session_id() else {
@@ -313,7 +314,7 @@ fn withdrawn(model: &WireModel<'_>, request: &PermissionRequest<'_>, answer: usi
         m.from == Side::Agent
             && m.conn == request.conn
             && m.index < answer
-            && m.is_notification_for("$/cancel_request")
+            && m.is_notification_for(Method::CancelRequest)
             && m.params()
                 .and_then(|p| p.get("requestId"))
                 .is_some_and(|id| id_key(id) == id_key(request.id))

@@ -19,6 +19,7 @@
 //! version that advertises no `loadSession` leaves nothing here to grade.
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use std::borrow::Cow;
 
 use acp_vocab::control::{Command, Event, HistoryEntry, HistoryKind, SessionLoaded};
@@ -52,7 +53,7 @@ impl Check for SessionLoad {
         let loads: Vec<_> = model
             .msgs
             .iter()
-            .filter(|m| m.from == Side::Client && m.is_request_for("session/load"))
+            .filter(|m| m.from == Side::Client && m.is_request_for(Method::SessionLoad))
             .collect();
         if loads.is_empty() {
             return Finding::not_applicable(match load_commands(case).first() {
@@ -83,7 +84,7 @@ impl Check for SessionLoad {
                 .msgs
                 .iter()
                 .filter(|m| m.index > load.index && m.index < end)
-                .filter(|m| m.from == Side::Agent && m.is_notification_for("session/update"))
+                .filter(|m| m.from == Side::Agent && m.is_notification_for(Method::SessionUpdate))
                 .filter(|m| m.params_session_id() == Some(session_id))
                 .filter_map(|m| Some((m.index, m.tool_fields()?.tree())))
                 .collect();

@@ -23,6 +23,7 @@
 //! agent's last frame, which no pipe reorders.
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -100,7 +101,11 @@ fn select_values(option: &Value) -> Vec<String> {
     out
 }
 
-const OPENING: [&str; 3] = ["session/new", "session/load", "session/resume"];
+const OPENING: [&str; 3] = [
+    Method::SessionNew.as_str(),
+    Method::SessionLoad.as_str(),
+    Method::SessionResume.as_str(),
+];
 
 impl Check for SessionMode {
     fn id(&self) -> &'static str {
@@ -146,7 +151,7 @@ impl Check for SessionMode {
                     let params = msg.params();
                     let arg = |k: &str| params.and_then(|p| p.get(k)).and_then(Value::as_str);
                     let state = sessions.entry(sid.to_owned()).or_default();
-                    if method == "session/set_mode" {
+                    if method == Method::SessionSetMode.as_str() {
                         judged = true;
                         let mode = arg("modeId").unwrap_or_default();
                         let offered = state.modes.clone().unwrap_or_default();
@@ -160,7 +165,7 @@ impl Check for SessionMode {
                                 &[index],
                             );
                         }
-                    } else if method == "session/set_config_option" {
+                    } else if method == Method::SessionSetConfigOption.as_str() {
                         judged = true;
                         let (id, value) = (arg("configId").unwrap_or_default(), arg("value"));
                         match state.options.get(id) {
@@ -187,7 +192,7 @@ impl Check for SessionMode {
                     }
                 }
                 Side::Agent => {
-                    if let Some("session/update") = msg.method() {
+                    if msg.method() == Some(Method::SessionUpdate.as_str()) {
                         // Only these two variants concern a session's modes; the state of a
                         // session nothing set stays empty (it judges nothing at the end).
                         let variant = msg.update_variant();
@@ -251,14 +256,15 @@ impl Check for SessionMode {
                         if let Some(list) = r.get("configOptions") {
                             state.set_options(list, index);
                         }
-                    } else if method == "session/set_mode" {
+                    } else if method == Method::SessionSetMode.as_str() {
                         let mode = arg("modeId").unwrap_or_default();
                         if result.is_some() {
                             state.set_mode(mode, index);
                         } else if msg.is_error_response() {
                             state.refused.push(mode.to_owned());
                         }
-                    } else if method == "session/set_config_option" && result.is_some() {
+                    } else if method == Method::SessionSetConfigOption.as_str() && result.is_some()
+                    {
                         match result.and_then(|r| r.get("configOptions")) {
                             Some(list) => state.set_options(list, index),
                             None => {

@@ -49,6 +49,7 @@ use crate::record::{CaseRecord, RunEnd};
 use crate::rules::{RuleId, id::*};
 use crate::wire_model::{Side, WireModel, WireMsg};
 use acp_vocab::control::Event;
+use acp_vocab::method::Method;
 
 pub struct SessionOpen;
 
@@ -216,7 +217,14 @@ fn failures(model: &WireModel<'_>) -> Vec<Failure> {
     let mut out: Vec<Failure> = Vec::new();
     for msg in &model.msgs {
         let method = match msg.method() {
-            Some(m @ ("initialize" | "session/new")) => m,
+            Some(m)
+                if matches!(
+                    Method::parse(m),
+                    Some(Method::Initialize | Method::SessionNew)
+                ) =>
+            {
+                m
+            }
             _ => continue,
         };
         if msg.from != Side::Client || !msg.is_request() {
@@ -252,7 +260,7 @@ fn failures(model: &WireModel<'_>) -> Vec<Failure> {
     out.retain(|f| {
         f.kind == FailureKind::UnsupportedVersion
             || !model.msgs_from(f.at).iter().any(|m| {
-                m.conn == f.conn && m.from == Side::Client && m.is_request_for("session/new")
+                m.conn == f.conn && m.from == Side::Client && m.is_request_for(Method::SessionNew)
             })
     });
     out
@@ -261,7 +269,7 @@ fn failures(model: &WireModel<'_>) -> Vec<Failure> {
 /// The agent's answer to `initialize` as an R14 failure when it chose a protocol version above
 /// the one the client asked for. Both must be integers; anything else is `initialize`'s to judge.
 fn unsupported_version(request: &WireMsg<'_>, answer: &WireMsg<'_>) -> Option<Failure> {
-    if !request.is_request_for("initialize") {
+    if !request.is_request_for(Method::Initialize) {
         return None;
     }
     let asked = request.params()?.get("protocolVersion")?.as_u64()?;
@@ -295,7 +303,7 @@ fn openings<'a>(model: &WireModel<'a>) -> Vec<Opening<'a>> {
             let result = m.result()?;
             model
                 .request_msg_of(m)?
-                .is_request_for("session/new")
+                .is_request_for(Method::SessionNew)
                 .then(|| Opening {
                     at: m.index,
                     conn: m.conn,

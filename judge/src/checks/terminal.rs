@@ -27,6 +27,7 @@
 //! * A command still running after the client exited is a warning (R105); the harness killed it.
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use serde_json::Value;
 
 use super::fs::describe_diff;
@@ -54,7 +55,7 @@ impl Check for Terminal {
         let creates: Vec<&WireMsg<'_>> = model
             .msgs
             .iter()
-            .filter(|m| m.from == Side::Agent && m.is_request_for("terminal/create"))
+            .filter(|m| m.from == Side::Agent && m.is_request_for(Method::TerminalCreate))
             .collect();
         if creates.is_empty() {
             return Finding::not_applicable("scenario sends no terminal/create");
@@ -274,9 +275,11 @@ fn check_terminal(
         .collect();
 
     // The first moment the client reported an exit (answer index), and the first kill/release.
-    let reported_exit = |c: &Call<'_, '_>| match (c.method, &c.answer) {
-        ("terminal/wait_for_exit", Some((_, Ok(_)))) => true,
-        ("terminal/output", Some((_, Ok(r)))) => r.get("exitStatus").is_some_and(|s| !s.is_null()),
+    let reported_exit = |c: &Call<'_, '_>| match (Method::parse(c.method), &c.answer) {
+        (Some(Method::TerminalWaitForExit), Some((_, Ok(_)))) => true,
+        (Some(Method::TerminalOutput), Some((_, Ok(r)))) => {
+            r.get("exitStatus").is_some_and(|s| !s.is_null())
+        }
         _ => false,
     };
     let first_exit = calls
@@ -284,9 +287,12 @@ fn check_terminal(
         .filter(|c| reported_exit(c))
         .filter_map(|c| c.answer.as_ref().map(|(i, _)| *i))
         .min();
-    let stop = calls
-        .iter()
-        .find(|c| matches!(c.method, "terminal/kill" | "terminal/release"));
+    let stop = calls.iter().find(|c| {
+        matches!(
+            Method::parse(c.method),
+            Some(Method::TerminalKill | Method::TerminalRelease)
+        )
+    });
     // A kill or release sent while the command ran (no exit reported before it).
     let stopped_running = stop.filter(|s| first_exit.is_none_or(|e| e > s.msg.index));
     let expected = match (probe.and_then(|p| p.exit_code), stopped_running) {
@@ -301,9 +307,9 @@ fn check_terminal(
             continue;
         };
         let frames = [call.msg.index, *index];
-        let status = match call.method {
-            "terminal/wait_for_exit" => Some(*result),
-            "terminal/output" => result.get("exitStatus").filter(|s| !s.is_null()),
+        let status = match Method::parse(call.method) {
+            Some(Method::TerminalWaitForExit) => Some(*result),
+            Some(Method::TerminalOutput) => result.get("exitStatus").filter(|s| !s.is_null()),
             _ => None,
         };
         if let (Some(status), Some((expected, after))) = (status, &expected) {
@@ -318,14 +324,14 @@ fn check_terminal(
                 }
             }
         }
-        if call.method == "terminal/output" {
+        if call.method == Method::TerminalOutput.as_str() {
             check_output(call, *index, result, limit, probe, first_exit, problems);
         }
     }
 
-    let released = calls
-        .iter()
-        .find(|c| c.method == "terminal/release" && matches!(c.answer, Some((_, Ok(_)))));
+    let released = calls.iter().find(|c| {
+        c.method == Method::TerminalRelease.as_str() && matches!(c.answer, Some((_, Ok(_))))
+    });
     if let Some(release) = released {
         for later in calls.iter().filter(|c| c.msg.index > release.msg.index) {
             if let Some((index, Ok(_))) = later.answer {
@@ -343,10 +349,10 @@ fn check_terminal(
     let Some(probe) = probe else { return };
     if probe.running_at_scenario_end {
         if let Some(stop) = stop.filter(|c| matches!(c.answer, Some((_, Ok(_))))) {
-            let (rule, what) = if stop.method == "terminal/kill" {
-                (R103, "terminal/kill")
+            let (rule, what) = if stop.method == Method::TerminalKill.as_str() {
+                (R103, Method::TerminalKill.as_str())
             } else {
-                (R104, "terminal/release")
+                (R104, Method::TerminalRelease.as_str())
             };
             problems.fail(
                 rule,

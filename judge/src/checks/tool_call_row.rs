@@ -27,6 +27,7 @@ use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
 use crate::rules::{RuleId, id::*};
 use crate::wire_model::WireModel;
+use acp_vocab::method::Method;
 
 pub struct ToolCallRow;
 
@@ -119,7 +120,7 @@ fn announcement(model: &WireModel<'_>, index: usize) -> &'static str {
     let Some(msg) = model.msg(index) else {
         return "?";
     };
-    if msg.method() == Some("session/request_permission") {
+    if msg.method() == Some(Method::SessionRequestPermission.as_str()) {
         return "only by this permission request";
     }
     match model.tool_fields(index).and_then(|u| u.session_update) {

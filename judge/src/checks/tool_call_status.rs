@@ -28,6 +28,7 @@ use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
 use crate::rules::{RuleId, id::*};
 use crate::wire_model::{Side, WireModel};
+use acp_vocab::method::Method;
 
 pub struct ToolCallStatus;
 
@@ -169,7 +170,7 @@ impl Check for ToolCallStatus {
 fn client_cancel(model: &WireModel<'_>, sid: &str, at: usize) -> Option<usize> {
     model
         .session_msgs_from(sid, at)
-        .find(|m| m.from == Side::Client && m.method() == Some("session/cancel"))
+        .find(|m| m.from == Side::Client && m.method() == Some(Method::SessionCancel.as_str()))
         .map(|m| m.index)
 }
 

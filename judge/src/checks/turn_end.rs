@@ -54,6 +54,7 @@ use super::{Check, Finding, Problems};
 use crate::record::{CaseRecord, RunEnd};
 use crate::rules::{RuleId, id::*};
 use acp_vocab::control::{Command, Event, Turn};
+use acp_vocab::method::Method;
 
 use crate::wire_model::{PermissionAnswer, Side, WireModel, WireMsg, note_of};
 use acp_vocab::note::Note;
@@ -100,7 +101,7 @@ impl Check for TurnEnd {
         let prompts = model
             .msgs
             .iter()
-            .filter(|m| m.from == Side::Client && m.is_request_for("session/prompt"));
+            .filter(|m| m.from == Side::Client && m.is_request_for(Method::SessionPrompt));
         for prompt in prompts {
             let Some(sid) = prompt.params_session_id() else {
                 continue;
@@ -315,7 +316,7 @@ fn refused_in_turn(model: &WireModel<'_>, sid: &str, from: usize, to: usize) -> 
 fn next_prompt(model: &WireModel<'_>, sid: &str, after: usize) -> usize {
     let wire = model
         .session_msgs_from(sid, after + 1)
-        .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
+        .find(|m| m.from == Side::Client && m.is_request_for(Method::SessionPrompt))
         .map_or(usize::MAX, |m| m.index);
     let user = model
         .controls_from(after + 1)

@@ -31,6 +31,7 @@
 //!   never got a timeline row, i.e. the client stopped processing updates: `warn` (same rules).
 
 use crate::rules::{RuleId, id::*};
+use acp_vocab::method::Method;
 use serde_json::Value;
 
 use super::schema::is_foreign_method;
@@ -200,7 +201,7 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
                 rule: if request { R7 } else { R88 },
                 request,
             });
-        } else if method == "session/update" && !request {
+        } else if method == Method::SessionUpdate.as_str() && !request {
             if let Some(variant) = m.update_variant().filter(|v| !is_known_update(v)) {
                 out.push(Unknown {
                     index: m.index,
@@ -221,7 +222,7 @@ fn unknown_messages(model: &WireModel<'_>) -> Vec<Unknown> {
 fn unknown_to_the_client(case: &CaseRecord, model: &WireModel<'_>) -> Option<Unknown> {
     let m = model.msgs.iter().find(|m| {
         m.from == Side::Agent
-            && m.method() == Some("session/update")
+            && m.method() == Some(Method::SessionUpdate.as_str())
             && m.update_variant()
                 .is_some_and(|v| case.stderr_tail.contains(&format!("`{v}`")))
     })?;

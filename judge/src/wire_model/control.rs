@@ -3,6 +3,7 @@
 //! them.
 
 use acp_vocab::control::{Command, Event, Item, Message};
+use acp_vocab::method::Method;
 use acp_vocab::note::Note;
 use serde::Deserialize;
 use serde_json::Value;
@@ -131,7 +132,7 @@ impl<'a> WireModel<'a> {
         self.msgs[..self.msgs.partition_point(|m| m.index < cancel.index)]
             .iter()
             .rev()
-            .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))
+            .find(|m| m.from == Side::Client && m.is_request_for(Method::SessionPrompt))
             .and_then(|m| m.params_session_id())
             .or(match self.session_ids.as_slice() {
                 [only] => Some(*only),

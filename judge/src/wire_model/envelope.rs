@@ -5,6 +5,8 @@
 
 use std::borrow::Cow;
 
+use acp_vocab::envelope::Envelope;
+use acp_vocab::method::Method;
 use acp_vocab::transcript::Entry;
 use serde_json::Value;
 
@@ -126,11 +128,11 @@ impl<'a> WireMsg<'a> {
             MsgKind::Request { method, .. } | MsgKind::Notification { method } => Some(method),
             _ => None,
         };
-        let tool_fields = match method {
-            Some("session/update") => params
+        let tool_fields = match method.and_then(Method::parse) {
+            Some(Method::SessionUpdate) => params
                 .and_then(|p| p.get("update"))
                 .map(ToolFields::from_tree),
-            Some("session/request_permission") => params
+            Some(Method::SessionRequestPermission) => params
                 .and_then(|p| p.get("toolCall"))
                 .map(ToolFields::from_tree),
             _ => None,
@@ -215,8 +217,8 @@ impl<'a> WireMsg<'a> {
     /// `params.update.sessionUpdate` of a `session/update`, if a string. Read from the tool
     /// fields, which hold it already: a field of its own was 16 bytes more a frame.
     pub fn update_variant(&self) -> Option<&'a str> {
-        match self.method() {
-            Some("session/update") => self.tool_fields.and_then(|f| f.session_update),
+        match self.method().and_then(Method::parse) {
+            Some(Method::SessionUpdate) => self.tool_fields.and_then(|f| f.session_update),
             _ => None,
         }
     }
@@ -252,12 +254,12 @@ impl<'a> WireMsg<'a> {
         )
     }
 
-    pub fn is_request_for(&self, method: &str) -> bool {
-        matches!(self.kind, MsgKind::Request { method: m, .. } if m == method)
+    pub fn is_request_for(&self, method: Method) -> bool {
+        matches!(self.kind, MsgKind::Request { method: m, .. } if m == method.as_str())
     }
 
-    pub fn is_notification_for(&self, method: &str) -> bool {
-        matches!(self.kind, MsgKind::Notification { method: m } if m == method)
+    pub fn is_notification_for(&self, method: Method) -> bool {
+        matches!(self.kind, MsgKind::Notification { method: m } if m == method.as_str())
     }
 }
 
@@ -294,71 +296,27 @@ pub fn classify(entry: &Entry) -> MsgKind<'_> {
     let Some(json) = entry.json() else {
         return invalid("not JSON");
     };
-    let obj = match json {
-        Value::Object(obj) => obj,
-        Value::Array(_) => return invalid("a JSON array (batch); ACP v1 has no batches"),
-        _ => return invalid("not a JSON object"),
-    };
-    match obj.get("jsonrpc") {
-        Some(Value::String(v)) if v == "2.0" => {}
-        Some(other) => {
-            return MsgKind::Invalid {
-                reason: format!("\"jsonrpc\" is {other}, not \"2.0\""),
-            };
-        }
-        None => return invalid("no \"jsonrpc\":\"2.0\""),
-    }
-    let id_ok = |id: &Value| matches!(id, Value::String(_) | Value::Number(_) | Value::Null);
-    if let Some(method) = obj.get("method") {
-        let Some(method) = method.as_str() else {
-            return invalid("\"method\" is not a string");
-        };
-        if obj.contains_key("result") || obj.contains_key("error") {
-            return invalid("has both \"method\" and \"result\"/\"error\"");
-        }
-        if let Some(params) = obj.get("params") {
-            if !params.is_object() && !params.is_array() {
-                return invalid("\"params\" is neither an object nor an array");
-            }
-        }
-        return match obj.get("id") {
-            None => MsgKind::Notification { method },
-            Some(id) if id_ok(id) => MsgKind::Request { id, method },
-            Some(_) => invalid("request \"id\" is not a string, number or null"),
-        };
-    }
-    let Some(id) = obj.get("id") else {
-        return invalid("neither \"method\" nor \"id\"");
-    };
-    if !id_ok(id) {
-        return invalid("response \"id\" is not a string, number or null");
-    }
-    match (obj.get("result"), obj.get("error")) {
-        (Some(_), Some(_)) => invalid("response has both \"result\" and \"error\""),
-        (None, None) => invalid("response has neither \"result\" nor \"error\""),
-        (Some(result), None) => MsgKind::Response {
+    match Envelope::classify(json) {
+        Envelope::Request { id, method } => MsgKind::Request { id, method },
+        Envelope::Notification { method } => MsgKind::Notification { method },
+        Envelope::Response { id, result } => MsgKind::Response {
             id,
             body: ResponseBody::Result(result),
         },
-        (None, Some(error)) => {
-            let Some(err) = error.as_object() else {
-                return invalid("\"error\" is not an object");
-            };
-            let Some(code) = err.get("code").and_then(Value::as_i64) else {
-                return invalid("\"error.code\" is not an integer");
-            };
-            let Some(message) = err.get("message").and_then(|m| m.as_str()) else {
-                return invalid("\"error.message\" is not a string");
-            };
-            MsgKind::Response {
-                id,
-                body: ResponseBody::Error {
-                    code,
-                    message,
-                    error,
-                },
-            }
-        }
+        Envelope::ErrorResponse {
+            id,
+            code,
+            message,
+            error,
+        } => MsgKind::Response {
+            id,
+            body: ResponseBody::Error {
+                code,
+                message,
+                error,
+            },
+        },
+        Envelope::Invalid(reason) => MsgKind::Invalid { reason },
     }
 }
 

@@ -2,6 +2,7 @@
 //! walking the transcript once, one step per kind of entry (note, control message, wire request,
 //! notification, response).
 
+use acp_vocab::method::Method;
 use std::collections::VecDeque;
 
 use acp_vocab::control::{Command, Event, Message};
@@ -232,17 +233,20 @@ impl<'a> Builder<'a> {
             .or_default()
             .insert(key.clone(), pos);
         let session = msg.params_session_id();
-        if from == Side::Client && method == "initialize" {
+        if from == Side::Client && method == Method::Initialize.as_str() {
             if let Some(p) = msg.params() {
                 self.m.client_init.insert(conn, p);
             }
         }
-        if matches!(method, "session/load" | "session/resume") {
+        if matches!(
+            Method::parse(method),
+            Some(Method::SessionLoad | Method::SessionResume)
+        ) {
             if let Some(sid) = session {
                 self.see_session(sid);
             }
         }
-        if from == Side::Agent && method == "session/request_permission" {
+        if from == Side::Agent && method == Method::SessionRequestPermission.as_str() {
             self.permission_request(msg, id, key, session);
         }
         session
@@ -332,7 +336,7 @@ impl<'a> Builder<'a> {
     /// tool call. Returns its session.
     fn notification(&mut self, msg: &WireMsg<'a>, method: &'a str) -> Option<&'a str> {
         let session = msg.params_session_id();
-        if msg.from != Side::Agent || method != "session/update" {
+        if msg.from != Side::Agent || method != Method::SessionUpdate.as_str() {
             return session;
         }
         let (Some(sid), Some(update)) = (session, msg.tool_fields()) else {
@@ -379,13 +383,13 @@ impl<'a> Builder<'a> {
             self.m.permissions[p].answers.push(msg.index);
         }
         if let (Some(method), Some(result)) = (req_method, msg.result()) {
-            if method == "session/new" {
+            if method == Method::SessionNew.as_str() {
                 if let Some(sid) = result.get("sessionId").and_then(Value::as_str) {
                     session = Some(sid);
                     self.see_session(sid);
                 }
             }
-            if method == "initialize" && msg.from == Side::Agent {
+            if method == Method::Initialize.as_str() && msg.from == Side::Agent {
                 self.m.agent_init.insert(msg.conn, result);
             }
         }

@@ -2,6 +2,7 @@
 //! prompt turn in progress at a point in time.
 
 use super::{Side, WireModel, WireMsg};
+use acp_vocab::method::Method;
 
 impl<'a> WireModel<'a> {
     /// The ACP session a message belongs to.
@@ -43,7 +44,7 @@ impl<'a> WireModel<'a> {
             .iter()
             .rev()
             .map(|&p| &self.msgs[p])
-            .find(|m| m.from == Side::Client && m.is_request_for("session/prompt"))?;
+            .find(|m| m.from == Side::Client && m.is_request_for(Method::SessionPrompt))?;
         let answered_before = self
             .answers_to(prompt.index)
             .first()

@@ -3,6 +3,7 @@
 //! and the subject a client is expected to show for it.
 
 use super::{PermissionRequest, ToolFields, WireModel};
+use acp_vocab::method::Method;
 
 /// Approval subjects and timeline item types are the vocabulary's words (CONTROL.md).
 pub use acp_vocab::control::Subject;
@@ -195,7 +196,9 @@ impl<'a> WireModel<'a> {
         let n = frames.partition_point(|&i| i < at);
         for &i in &frames[..n] {
             let Some(msg) = self.msg(i) else { continue };
-            if conn.is_some_and(|c| c != msg.conn) || !msg.is_notification_for("session/update") {
+            if conn.is_some_and(|c| c != msg.conn)
+                || !msg.is_notification_for(Method::SessionUpdate)
+            {
                 continue;
             }
             if let Some(fields) = self.tool_fields(i) {

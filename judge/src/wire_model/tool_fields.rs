@@ -9,6 +9,7 @@
 //! repeated key, a field of an unexpected type) is read from its parsed tree instead, with the
 //! same result: the two readings agree on every frame both can read (unit tests).
 
+use acp_vocab::method::Method;
 use std::borrow::Cow;
 
 use serde::Deserialize;
@@ -219,7 +220,7 @@ pub(super) fn compact_update(text: &str) -> Option<CompactUpdate<'_>> {
         return None;
     }
     let frame: NotificationText<'_> = serde_json::from_str(text).ok()?;
-    if frame.jsonrpc != "2.0" || frame.method != "session/update" {
+    if frame.jsonrpc != "2.0" || frame.method != Method::SessionUpdate.as_str() {
         return None;
     }
     if !frame.params.get().trim_start().starts_with('{') {

@@ -2,6 +2,8 @@
 //! answered as a correct client does (`fs/*` served, anything else refused with -32601), and
 //! every frame recorded.
 
+use acp_vocab::envelope::Shape;
+use acp_vocab::method::Method;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
@@ -65,10 +67,10 @@ impl Driver<'_> {
         }
     }
 
-    pub(super) async fn request(&mut self, method: &str, params: Value) -> Result<u64> {
+    pub(super) async fn request(&mut self, method: Method, params: Value) -> Result<u64> {
         let id = self.next_id;
         self.next_id += 1;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method.as_str(), "params": params}))
             .await?;
         Ok(id)
     }
@@ -123,15 +125,13 @@ impl Driver<'_> {
         let Ok(msg) = serde_json::from_str::<Value>(&text) else {
             return Ok(());
         };
-        let method = msg
-            .get("method")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        let id = msg.get("id").cloned();
-        match (method, id) {
-            (Some(method), Some(id)) => self.on_request(&method, id, &msg).await?,
-            (Some(method), None) => {
-                if method == "$/cancel_request"
+        match Shape::of(&msg) {
+            Shape::Request { id, method } => {
+                let (id, method) = (id.clone(), method.to_owned());
+                self.on_request(&method, id, &msg).await?
+            }
+            Shape::Notification { method } => {
+                if method == Method::CancelRequest.as_str()
                     && let Some(rid) = msg.pointer("/params/requestId")
                 {
                     for p in self.permissions.iter_mut().filter(|p| &p.id == rid) {
@@ -139,7 +139,7 @@ impl Driver<'_> {
                     }
                 }
             }
-            (None, Some(id)) => {
+            Shape::Response { id } | Shape::ErrorResponse { id } => {
                 if let Some(n) = id.as_u64() {
                     let outcome = match msg.get("error") {
                         Some(e) => Err(e.clone()),
@@ -148,15 +148,15 @@ impl Driver<'_> {
                     self.responses.insert(n, outcome);
                 }
             }
-            (None, None) => {}
+            Shape::Other => {}
         }
         Ok(())
     }
 
     pub(super) async fn on_request(&mut self, method: &str, id: Value, msg: &Value) -> Result<()> {
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        let reply = match method {
-            "session/request_permission" => {
+        let reply = match Method::parse(method) {
+            Some(Method::SessionRequestPermission) => {
                 let options = params
                     .get("options")
                     .and_then(Value::as_array)
@@ -174,20 +174,20 @@ impl Driver<'_> {
                 }
                 return Ok(());
             }
-            "fs/read_text_file" => match read_text(&params) {
+            Some(Method::FsReadTextFile) => match read_text(&params) {
                 Ok(content) => json!({"jsonrpc": "2.0", "id": id, "result": {"content": content}}),
                 Err(e) => {
                     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32002, "message": e}})
                 }
             },
-            "fs/write_text_file" => match write_text(&params) {
+            Some(Method::FsWriteTextFile) => match write_text(&params) {
                 Ok(()) => json!({"jsonrpc": "2.0", "id": id, "result": null}),
                 Err(e) => {
                     json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": e}})
                 }
             },
-            other => json!({"jsonrpc": "2.0", "id": id,
-                "error": {"code": -32601, "message": "Method not found", "data": {"method": other}}}),
+            _ => json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "Method not found", "data": {"method": method}}}),
         };
         self.send(reply).await
     }

@@ -4,6 +4,7 @@
 use acp_vocab::control::{
     Approval, ApprovalResolved, Event, Outcome, PresentedOption, ResolvedBy, Subject,
 };
+use acp_vocab::method::Method;
 use serde_json::{Value, json};
 
 use super::Mini;
@@ -80,8 +81,10 @@ impl Mini {
     }
 
     pub(super) fn cancel(&mut self, session_id: &str) {
-        self.send(&json!({"jsonrpc": "2.0", "method": "session/cancel",
-                          "params": {"sessionId": session_id}}));
+        self.send(
+            &json!({"jsonrpc": "2.0", "method": Method::SessionCancel.as_str(),
+                          "params": {"sessionId": session_id}}),
+        );
         if self.mode == Mode::Echo {
             self.stopped_turns.push(session_id.to_owned());
         }

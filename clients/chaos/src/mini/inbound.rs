@@ -1,6 +1,7 @@
 //! What the agent sends us: its requests answered (or handed on), its responses routed to what
 //! they answer.
 
+use acp_vocab::method::Method;
 use serde_json::{Value, json};
 
 use super::{Mini, log};
@@ -17,7 +18,10 @@ impl Mini {
         match (method, id) {
             (Some(method), Some(id)) => self.on_request(method, id, frame.get("params")),
             // The agent withdraws a request: `echo` closes the card, answering it `cancelled`.
-            (Some("$/cancel_request"), None) if self.mode == Mode::Echo => {
+            (Some(method), None)
+                if Method::parse(method) == Some(Method::CancelRequest)
+                    && self.mode == Mode::Echo =>
+            {
                 if let Some(request_id) = frame.get("params").and_then(|p| p.get("requestId")) {
                     self.resolve_approvals(|(id, _)| id == request_id);
                 }
@@ -42,10 +46,10 @@ impl Mini {
             }
             return;
         }
-        if method != "session/request_permission" {
-            let response = match (self.mode, method) {
+        if method != Method::SessionRequestPermission.as_str() {
+            let response = match (self.mode, Method::parse(method)) {
                 // No model, no disk: the cheapest answer the agent accepts.
-                (Mode::Echo, "fs/read_text_file") => {
+                (Mode::Echo, Some(Method::FsReadTextFile)) => {
                     json!({"jsonrpc": "2.0", "id": id, "result": {"content": ""}})
                 }
                 (Mode::Echo, _) => json!({"jsonrpc": "2.0", "id": id, "result": {}}),

@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use acp_vocab::control::{Event, TurnState};
+use acp_vocab::method::Method;
 use serde_json::{Value, json};
 
 use super::control::turn;
@@ -24,7 +25,7 @@ impl Mini {
             // `initialize` for a missing capability and the baseline plays the same frames.
             let fs = self.mode == Mode::Echo;
             self.request(
-                "initialize",
+                Method::Initialize.as_str(),
                 json!({"protocolVersion": 1,
                        "clientCapabilities": {"fs": {"readTextFile": fs, "writeTextFile": fs},
                                               "terminal": crate::terminal::advertises_terminal(self.mode)},
@@ -42,7 +43,7 @@ impl Mini {
 
     pub(super) fn open_session(&mut self, ask: SessionAsk) {
         self.request(
-            "session/new",
+            Method::SessionNew.as_str(),
             json!({"cwd": ask.cwd, "mcpServers": []}),
             Purpose::NewSession(ask),
         );
@@ -51,7 +52,7 @@ impl Mini {
     pub(super) fn prompt(&mut self, session_id: String, text: String) {
         self.show(turn(&session_id, TurnState::Running));
         self.request(
-            "session/prompt",
+            Method::SessionPrompt.as_str(),
             json!({"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}),
             Purpose::Prompt { session_id },
         );
@@ -89,7 +90,7 @@ impl Mini {
                     let method = auth_method(error, &self.auth_methods);
                     match method.filter(|_| self.mode == Mode::Echo) {
                         Some(method_id) => self.request(
-                            "authenticate",
+                            Method::Authenticate.as_str(),
                             json!({"methodId": method_id}),
                             Purpose::Authenticate(ask),
                         ),

@@ -4,6 +4,8 @@
 
 use serde_json::Value;
 
+use acp_vocab::method::Method;
+
 use acp_vocab::control::{Event, TurnState};
 
 use super::*;
@@ -39,8 +41,8 @@ impl Client {
         }
         match incoming {
             Incoming::Request { id, method, params } => {
-                let result = match method.as_str() {
-                    "session/request_permission" => {
+                let result = match Method::parse(&method) {
+                    Some(Method::SessionRequestPermission) => {
                         // Answered now (an error, or cancelled during a cancel) or on choose/cancel.
                         match self.on_permission_request(&id, &params) {
                             Ok(None) => return,
@@ -48,22 +50,24 @@ impl Client {
                             Err(e) => Err(e),
                         }
                     }
-                    "fs/read_text_file" => self.on_fs(params, false).await,
-                    "fs/write_text_file" => self.on_fs(params, true).await,
+                    Some(Method::FsReadTextFile) => self.on_fs(params, false).await,
+                    Some(Method::FsWriteTextFile) => self.on_fs(params, true).await,
                     // MUTANT die-on-wait-for-exit: the client dies while the agent waits for a
                     // command's exit (a handler that aborts the process), so that request and
                     // any other pending one are never answered.
-                    "terminal/wait_for_exit" if self.mutant == Some(Mutant::DieOnWaitForExit) => {
+                    Some(Method::TerminalWaitForExit)
+                        if self.mutant == Some(Mutant::DieOnWaitForExit) =>
+                    {
                         eprintln!("acp-reference-client: aborting in terminal/wait_for_exit {id}");
                         std::process::exit(101);
                     }
-                    m if m.starts_with("terminal/") => {
+                    _ if method.starts_with("terminal/") => {
                         let cwd = params
                             .get("sessionId")
                             .and_then(Value::as_str)
                             .and_then(|id| self.session_by_id(id))
                             .map(|s| s.cwd.clone());
-                        match self.terminals.serve(m, &id, &params, cwd.as_deref()) {
+                        match self.terminals.serve(&method, &id, &params, cwd.as_deref()) {
                             Ok(None) => return, // answered when the command exits
                             Ok(Some(answer)) => Ok(answer),
                             Err(e) => Err(e),
@@ -96,14 +100,14 @@ impl Client {
                     conn.respond(&id, result);
                 }
             }
-            Incoming::Notification { method, params } => match method.as_str() {
-                "session/update" => self.on_session_update(params),
+            Incoming::Notification { method, params } => match Method::parse(&method) {
+                Some(Method::SessionUpdate) => self.on_session_update(params),
                 // MUTANT ignore-cancel-request (mrmans0n/alas#1380 review): the agent's
                 // withdrawal of a request is lost; the card stays and nobody answers it.
-                "$/cancel_request" if self.mutant == Some(Mutant::IgnoreCancelRequest) => {
+                Some(Method::CancelRequest) if self.mutant == Some(Mutant::IgnoreCancelRequest) => {
                     log!("ignoring $/cancel_request {params}");
                 }
-                "$/cancel_request" => self.on_cancel_request(&params),
+                Some(Method::CancelRequest) => self.on_cancel_request(&params),
                 // Spec #88: unrecognized notifications are ignored.
                 _ => {}
             },

@@ -6,6 +6,7 @@
 //! session is used before a required `authenticate` succeeded. The mutant's decision point is
 //! marked `MUTANT`.
 
+use acp_vocab::method::Method;
 use serde_json::{Value, json};
 
 use super::*;
@@ -68,7 +69,7 @@ impl Client {
         log!("the agent requires authentication: authenticate with {method_id:?}");
         if let Some(conn) = &mut self.conn {
             conn.request(
-                "authenticate",
+                Method::Authenticate,
                 json!({"methodId": method_id}),
                 Purpose::Authenticate {
                     handle: handle.to_owned(),

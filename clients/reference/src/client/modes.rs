@@ -5,6 +5,7 @@
 //! set it: the session opened with it, the agent answered the user's pick with success, or the
 //! agent announced it. The mutants' decision points are marked `MUTANT`.
 
+use acp_vocab::method::Method;
 use serde_json::{Value, json};
 
 use acp_vocab::modes::{ConfigOptionShown, ModeShown};
@@ -184,7 +185,7 @@ impl Client {
         }
         if let Some(conn) = &mut self.conn {
             conn.request(
-                "session/set_mode",
+                Method::SessionSetMode,
                 json!({"sessionId": session_id, "modeId": mode_id}),
                 Purpose::SetMode {
                     seq,
@@ -217,7 +218,7 @@ impl Client {
         }
         if let Some(conn) = &mut self.conn {
             conn.request(
-                "session/set_config_option",
+                Method::SessionSetConfigOption,
                 json!({"sessionId": session_id, "configId": config_id, "value": value}),
                 Purpose::SetConfigOption {
                     seq,

@@ -8,6 +8,7 @@
 //! (zed-industries/zed#54431 dropped them because the session was registered only once the load
 //! resolved). The history shown is then reported in `session_loaded` when the answer comes.
 
+use acp_vocab::method::Method;
 use serde_json::{Value, json};
 
 use super::{AgentState, Client, Purpose};
@@ -50,9 +51,9 @@ impl Client {
         };
         let (seq, cwd) = (session.seq, session.cwd.clone());
         let (method, pointer, missing) = match how {
-            Reopen::Load => ("session/load", "/loadSession", "loadSession"),
+            Reopen::Load => (Method::SessionLoad, "/loadSession", "loadSession"),
             Reopen::Resume => (
-                "session/resume",
+                Method::SessionResume,
                 "/sessionCapabilities/resume",
                 "sessionCapabilities.resume",
             ),
@@ -105,9 +106,9 @@ impl Client {
             Err(e) => {
                 self.sessions.retain(|s| s.handle != handle);
                 let method = if how == Reopen::Load {
-                    "session/load"
+                    Method::SessionLoad.as_str()
                 } else {
-                    "session/resume"
+                    Method::SessionResume.as_str()
                 };
                 self.report_error(
                     Some(seq),
@@ -155,7 +156,7 @@ impl Client {
             None => json!({}),
         };
         if let Some(conn) = &mut self.conn {
-            conn.request("session/list", params, Purpose::ListSessions { seq });
+            conn.request(Method::SessionList, params, Purpose::ListSessions { seq });
         }
     }
 
@@ -202,7 +203,7 @@ impl Client {
         }
         if let Some(conn) = &mut self.conn {
             conn.request(
-                "session/close",
+                Method::SessionClose,
                 json!({"sessionId": session_id}),
                 Purpose::CloseSession {
                     seq,

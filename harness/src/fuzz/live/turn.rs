@@ -12,6 +12,8 @@
 use std::time::Duration;
 
 use acp_fake_agents::engine::UserAction;
+use acp_vocab::envelope::Shape;
+use acp_vocab::method::Method;
 use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Entry};
 use serde_json::Value;
@@ -64,8 +66,8 @@ impl Live {
         };
         self.act(prompt, timeout).await?;
         let prompt = self
-            .wait_wire(timeout, "session/prompt", |j| {
-                is_request(j, "session/prompt")
+            .wait_wire(timeout, Method::SessionPrompt.as_str(), |j| {
+                is_request(j, Method::SessionPrompt)
             })
             .await?;
 
@@ -123,8 +125,8 @@ impl Live {
         let answer = frames::answer_of(turn, &answer.json);
         let cancelled = turn.action == Action::Cancel && answer == Answer::Cancelled;
         if cancelled {
-            self.wait_wire(timeout, "session/cancel", |j| {
-                j.get("method").and_then(Value::as_str) == Some("session/cancel")
+            self.wait_wire(timeout, Method::SessionCancel.as_str(), |j| {
+                j.get("method").and_then(Value::as_str) == Some(Method::SessionCancel.as_str())
             })
             .await?;
         }
@@ -156,7 +158,7 @@ impl Live {
 
 /// A response (result or error) to request `id`.
 fn is_response(json: &Value, id: &Value) -> bool {
-    acp_fake_agents::matching::is_response(json) && json.get("id") == Some(id)
+    Shape::of(json).response_id() == Some(id)
 }
 
 /// The adapter showed the approval card of `request_id` among these entries.

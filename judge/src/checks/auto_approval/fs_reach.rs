@@ -21,6 +21,7 @@
 //! A refusal (an error response) is always safe.
 
 use crate::rules::id::*;
+use acp_vocab::method::Method;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -54,9 +55,9 @@ pub(super) fn served_outside<'m, 'a>(
         return out; // a record without a workspace (not from a run): nothing to resolve against
     }
     for msg in model.msgs.iter().filter(|m| m.from == Side::Agent) {
-        let write = match msg.method() {
-            Some("fs/write_text_file") => true,
-            Some("fs/read_text_file") => false,
+        let write = match msg.method().and_then(Method::parse) {
+            Some(Method::FsWriteTextFile) => true,
+            Some(Method::FsReadTextFile) => false,
             _ => continue,
         };
         if !msg.is_request() || msg.fault.is_some() {
@@ -100,9 +101,9 @@ impl Judge<'_, '_> {
                 continue;
             }
             let method = if fs.write {
-                "fs/write_text_file"
+                Method::FsWriteTextFile.as_str()
             } else {
-                "fs/read_text_file"
+                Method::FsReadTextFile.as_str()
             };
             // R120/R121 let a client serve it only as its settings allow: the declared policy.
             problems.fail(
