@@ -26,30 +26,33 @@ mod yopo;
 
 use libtest_mimic::{Arguments, Trial};
 
-/// Tests in flight at once. The suites' CPU adds up to about two cores' worth of their summed wall
-/// time over four, so four at once keep two cores busy; more would not end sooner. Nor would
-/// the verdicts stay the same: a client's own wall-clock limits (acp-cli's and acpx's turn
-/// timeouts, for one) do not stretch with the load the way the harness's budgets do, and all
-/// eight at once beside other work made acp-cli give up on a turn the harness was still waiting
-/// on. Tests of one client that must not overlap hold that client's lock (a module's SERIAL).
+/// Tests in flight at once. The suites' CPU is about a third of their wall time (all eight:
+/// 354 s of CPU), so four at once keep two cores busy: in one CI run the eight took 280 s this
+/// way, against some 1,100 s one after the other. More would not end much sooner, and the
+/// verdicts might not stay the same: a client's own wall-clock limits (acp-cli's and acpx's turn
+/// timeouts, for one) do not stretch with the load as the harness's budgets do, and all eight at
+/// once beside other work made acp-cli give up on a turn the harness was still waiting on.
+/// Tests of one client that must not overlap hold that client's lock (a module's SERIAL).
 const AT_ONCE: usize = 4;
 
 /// A test of one client module: its name and body (which panics on failure).
 pub type Test = (&'static str, fn());
 
 /// Every module's tests, in the order they start: each module's first test (its suite, the
-/// longest) before any module's second, so that the long ones overlap instead of ending in a
-/// tail of one.
+/// longest) before any module's second, and the modules by how long their suites take (one
+/// after the other on two cores: ralph-any 247 s, chuk-acp 186, acpc 164, acp-cli 139, acpx
+/// 124, yopo 121, qwenpaw-tui 72, tui-demo 64), so that the long ones overlap instead of
+/// ending in a tail of one.
 fn trials() -> Vec<Trial> {
     let modules: [(&str, &[Test]); 8] = [
-        ("acp_cli", acp_cli::TESTS),
-        ("acpc", acpc::TESTS),
-        ("acpx", acpx::TESTS),
-        ("chuk_acp", chuk_acp::TESTS),
-        ("qwenpaw_tui", qwenpaw_tui::TESTS),
         ("ralph_any", ralph_any::TESTS),
-        ("tui_demo", tui_demo::TESTS),
+        ("chuk_acp", chuk_acp::TESTS),
+        ("acpc", acpc::TESTS),
+        ("acp_cli", acp_cli::TESTS),
+        ("acpx", acpx::TESTS),
         ("yopo", yopo::TESTS),
+        ("qwenpaw_tui", qwenpaw_tui::TESTS),
+        ("tui_demo", tui_demo::TESTS),
     ];
     let longest = modules.iter().map(|(_, t)| t.len()).max().unwrap_or(0);
     let mut trials = Vec::new();
