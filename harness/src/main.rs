@@ -80,11 +80,13 @@ enum Command {
     /// npm packages go in with `npm install --prefix`, PyPI packages into a venv of their own,
     /// crates with `cargo install --root` (built from source: minutes). Each goes once into
     /// `<cache>/<package>/`, under a lock, where the real-client tests of `cargo test` and
-    /// `run --client <profile>` find it; an installed client is not installed again. Progress
-    /// goes to stderr, each client's program to stdout.
+    /// `run --client <profile>` find it; an installed client is not installed again. The
+    /// builds go one after the other beside the downloads. Progress goes to stderr, each
+    /// client's program to stdout.
     ///
-    /// Example:  acp-harness install                      (every client in clients/)
-    ///           acp-harness install clients/acpx/acpx.toml
+    /// Every client in clients/:  acp-harness install
+    ///
+    /// One client:  acp-harness install clients/acpx/acpx.toml
     ///
     /// Exits 0 when every client is ready, 1 when one could not be installed (its command and
     /// the end of its output are printed), 2 on a profile that cannot be read.

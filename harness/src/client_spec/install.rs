@@ -139,6 +139,12 @@ impl Install {
             .join(" && ")
     }
 
+    /// True for a crate `cargo install` compiles, which takes minutes of CPU; npm and PyPI
+    /// packages are downloads.
+    pub fn builds_from_source(&self) -> bool {
+        self.npm.is_none() && self.pypi.is_none() && self.cargo_crate().is_some()
+    }
+
     /// The program a step's argv names, as the machine lacks it or not.
     fn installer(&self) -> &'static str {
         if self.npm.is_some() {
@@ -382,6 +388,19 @@ mod tests {
             cargo.command_line(Path::new("/my cache")),
             "cargo install --config profile.release.opt-level=0 --locked --quiet --root '/my cache/yopo@11.0.0' yopo --version 11.0.0"
         );
+    }
+
+    #[test]
+    fn only_crates_are_built_from_source() {
+        let cargo = Install {
+            npm: None,
+            pypi: None,
+            pip_args: Vec::new(),
+            cargo: Some("yopo@11.0.0".into()),
+            bin: "bin/yopo".into(),
+        };
+        assert!(cargo.builds_from_source());
+        assert!(!npm("acpx@0.19.1", "node_modules/.bin/acpx").builds_from_source());
     }
 
     #[test]
