@@ -198,6 +198,15 @@ fn a_card_the_observer_missed_is_the_profiles_miss() {
         assert!(reason.contains(says), "{says}: {reason}");
     }
     assert!(!reason.contains("client sent no answer"), "{reason}");
+    // No check blames the client either: the card it answered `cancelled` when the harness
+    // typed the quit keys (note `user_quit`) is its answer to being closed.
+    let blamed: Vec<String> = r
+        .trials
+        .iter()
+        .filter(|t| matches!(t.grade, Grade::Fail | Grade::Warn))
+        .map(|t| format!("{}: {}", t.check, t.message))
+        .collect();
+    assert!(blamed.is_empty(), "{blamed:#?}");
 }
 
 fn pid_of(r: &acp_harness::runner::CaseResult) -> i32 {
