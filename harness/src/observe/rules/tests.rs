@@ -447,6 +447,49 @@ fn a_ready_status_before_the_prompt_is_not_the_turn_end() {
     assert_eq!(events[0]["stopReason"], "idle");
 }
 
+/// A rule over the whole screen takes the first match that was not on the last screen it read:
+/// an error shown below an old one is new; the old one scrolled to the top, or alone after the
+/// new one scrolled away, is not matched again.
+#[test]
+fn a_screen_rule_never_matches_text_older_than_its_last_match() {
+    let text = r#"
+[observer]
+[[observer.rule]]
+on = "screen"
+match = '⚠ (?P<why>.+)'
+event = "turn"
+state = "failed"
+message = "{why}"
+"#;
+    let compiled = compile_for(&spec(text), false, true, Some((10, 40))).unwrap();
+    let mut rules = DataRules::new("tui".into(), compiled, Vec::new()).with_screen(10, 40);
+    let rec = Recorder::new();
+    rec.record(1, Direction::ClientToAgent, PROMPT.as_bytes());
+    rules.wire.refresh(&rec, |_| {});
+    let messages = |events: Vec<Value>| -> Vec<String> {
+        events
+            .iter()
+            .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    rules.screen_bytes("\x1b[2J\x1b[3;1H⚠ disk full".as_bytes());
+    assert_eq!(messages(rules.settled()), ["disk full"]);
+    // A new error below the old one: the new one, not the old one again.
+    rules.screen_bytes("\x1b[5;1H⚠ connection closed".as_bytes());
+    assert_eq!(messages(rules.settled()), ["connection closed"]);
+    // Both scroll up by two rows: nothing new.
+    rules.screen_bytes("\x1b[2J\x1b[1;1H⚠ disk full\x1b[3;1H⚠ connection closed".as_bytes());
+    assert!(rules.settled().is_empty());
+    // The old one scrolls off the top: what is left is not new either.
+    rules.screen_bytes("\x1b[2J\x1b[1;1H⚠ connection closed".as_bytes());
+    assert!(rules.settled().is_empty());
+    // Gone, then shown again: a new appearance.
+    rules.screen_bytes(b"\x1b[2J\x1b[1;1Hready");
+    assert!(rules.settled().is_empty());
+    rules.screen_bytes("\x1b[2J\x1b[1;1H⚠ connection closed".as_bytes());
+    assert_eq!(messages(rules.settled()), ["connection closed"]);
+}
+
 #[test]
 fn screen_rules_need_a_tui_and_regions_on_the_screen() {
     let err = compile_for(&spec(SCREEN_RULES), false, true, None).unwrap_err();
