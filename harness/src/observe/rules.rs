@@ -89,10 +89,15 @@ pub struct DataRules {
 /// differs from one, a match of a rule for that event is new even with the text of the last one
 /// (a card like the one answered: two requests with the same title; a status line back at
 /// "ready" after the prompt: the turn's end, not the ready screen the prompt was typed on).
+/// A card that reads exactly like the one answered, on a screen that reads exactly like the one
+/// the user chose on, is new too once the client answered on the wire and drew after that
+/// (`chose`: the wire's answer count when the user chose, and whether the client drew after a
+/// later answer).
 struct Tui {
     screen: Screen,
     shown: Vec<Vec<String>>,
     acted_on: Vec<(String, &'static str)>,
+    chose: Option<(usize, bool)>,
 }
 
 impl DataRules {
@@ -119,6 +124,7 @@ impl DataRules {
             screen: Screen::new(rows, cols),
             shown: vec![Vec::new(); self.compiled.rules.len()],
             acted_on: Vec::new(),
+            chose: None,
         }));
         self
     }
@@ -127,6 +133,9 @@ impl DataRules {
     pub fn screen_bytes(&mut self, bytes: &[u8]) {
         if let Some(tui) = self.tui.as_mut() {
             tui.screen.feed(bytes);
+            if let Some((at, drew)) = tui.chose.as_mut() {
+                *drew |= self.wire.answers > *at;
+            }
         }
     }
 
@@ -152,7 +161,13 @@ impl DataRules {
         let mut shown = std::mem::take(&mut tui.shown);
         shown.resize(self.compiled.rules.len(), Vec::new());
         let now = tui.screen.text(None);
-        for (_, event) in tui.acted_on.iter().filter(|(before, _)| *before != now) {
+        // The client answered the request the user chose for and drew since: whatever card is
+        // on screen now is not the one answered, even if it reads the same.
+        let answered = tui.chose.is_some_and(|(_, drew)| drew);
+        let taken = |(before, event): &(String, &'static str)| {
+            *before != now || (answered && *event == "approval")
+        };
+        for (_, event) in tui.acted_on.iter().filter(|a| taken(a)) {
             // The client took the user's act (its screen moved on): what the rules for that
             // event match now is new.
             for (i, rule) in self.compiled.rules.iter().enumerate() {
@@ -161,7 +176,10 @@ impl DataRules {
                 }
             }
         }
-        tui.acted_on.retain(|(before, _)| *before == now);
+        tui.acted_on.retain(|a| !taken(a));
+        if !tui.acted_on.iter().any(|(_, event)| *event == "approval") {
+            tui.chose = None;
+        }
         let mut drafts = Vec::new();
         let screen = &self.tui.as_ref().expect("checked above").screen;
         for (i, rule) in self.compiled.rules.iter().enumerate() {
@@ -354,6 +372,9 @@ impl DataRules {
         }
         if act == UserAct::Chose {
             self.acted_on("approval");
+            if let Some(tui) = self.tui.as_mut() {
+                tui.chose = Some((self.wire.answers, false));
+            }
         }
     }
 

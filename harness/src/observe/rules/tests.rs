@@ -422,6 +422,40 @@ fn a_card_like_the_one_answered_is_the_next_card() {
     assert!(rules.settled().is_empty());
 }
 
+/// Two requests whose cards read the same, on a screen that reads the same before and after
+/// the answer (nothing else on it moves): the client's answer on the wire, and its drawing
+/// after it, make the card on screen the next request's.
+#[test]
+fn a_card_redrawn_after_the_answer_is_the_next_card_even_on_the_same_screen() {
+    let (mut rules, rec) = screen_rules();
+    let card = "\x1b[2J\x1b[1;1H┌──────────────────────┐\r\n│ Permission: ls -la   │\r\n│ 1) Allow  2) Reject  │\r\n└──────────────────────┘";
+    rules.screen_bytes(card.as_bytes());
+    assert_eq!(rules.settled()[0]["requestId"], 0);
+    rules.user(UserAct::Chose);
+    // Drawn again before any answer: the same card.
+    rules.screen_bytes(card.as_bytes());
+    assert!(rules.settled().is_empty());
+    // The client answers request 0, the agent asks again, the client draws the same card.
+    rec.record(
+        1,
+        Direction::ClientToAgent,
+        br#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}"#,
+    );
+    rec.record(
+        1,
+        Direction::AgentToClient,
+        REQUEST.replace("\"id\":0", "\"id\":1").as_bytes(),
+    );
+    rules.wire.refresh(&rec, |_| {});
+    rules.screen_bytes(card.as_bytes());
+    let events = rules.settled();
+    assert_eq!(types(&events), ["approval"]);
+    assert_eq!(events[0]["requestId"], 1);
+    // Repainted without a new answer: still one card.
+    rules.screen_bytes(card.as_bytes());
+    assert!(rules.settled().is_empty());
+}
+
 /// A status line that reads the same at rest and at a turn's end ("● ready"): what it showed
 /// before the prompt was typed is not the turn's end; once the screen moved on after the
 /// prompt, the same text is.
