@@ -48,8 +48,9 @@ pub fn command(args: &InstallArgs) -> Result<ExitCode> {
     // Two lanes at once: clients compiled from source keep a core busy for minutes, while
     // downloads (npm, PyPI) mostly wait on the network and the disk. One after the other, the
     // seven real clients took 436 s; side by side, as long as the builds alone.
-    let (builds, downloads): (Vec<_>, Vec<_>) =
-        wanted.iter().partition(|(_, install)| install.builds_from_source());
+    let (builds, downloads): (Vec<_>, Vec<_>) = wanted
+        .iter()
+        .partition(|(_, install)| install.builds_from_source());
     let (built, downloaded) = std::thread::scope(|scope| {
         let built = scope.spawn(|| install_all(&builds, &cache));
         let downloaded = install_all(&downloads, &cache);

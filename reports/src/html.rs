@@ -260,6 +260,8 @@ pub struct CitedFrame {
     pub dir_css: &'static str,
     pub summary: String,
     pub raw: String,
+    /// What a person saw on a full-screen client's screen ([`Frame::screen`]).
+    pub screen: Option<String>,
 }
 
 /// One row of the wire log: a frame, or a note that rows were left out.
@@ -281,6 +283,8 @@ pub struct LogFrame {
     pub plane: &'static str,
     pub summary: String,
     pub raw: String,
+    /// What a person saw on a full-screen client's screen ([`Frame::screen`]).
+    pub screen: Option<String>,
     /// The raw text is complete JSON (the pretty-printer may reformat it).
     pub json: bool,
     /// Checks that cite this frame in a failing trial.
@@ -559,6 +563,7 @@ fn cited_frame(index: usize, transcript: &Transcript) -> CitedFrame {
                 dir_css,
                 summary: f.summary(),
                 raw,
+                screen: f.screen().map(str::to_owned),
             }
         }
         None => CitedFrame {
@@ -567,6 +572,7 @@ fn cited_frame(index: usize, transcript: &Transcript) -> CitedFrame {
             dir_css: "unknown",
             summary: "not in the transcript".into(),
             raw: String::new(),
+            screen: None,
         },
     }
 }
@@ -588,6 +594,7 @@ fn log_frame(f: &Frame, cited_by: &BTreeMap<usize, Vec<String>>) -> LogFrame {
         summary: f.summary(),
         json: f.json.is_some() && !f.raw.ends_with(" more characters)"),
         raw: f.raw.clone(),
+        screen: f.screen().map(str::to_owned),
         cited: !checks.is_empty(),
         cited_by: checks,
     }

@@ -50,6 +50,21 @@ impl Frame {
         }
     }
 
+    /// The screen text a person saw, when the frame carries one: the box, region or match an
+    /// observer's `screen` rule read on a full-screen client (an `o2h` event whose `observed.from`
+    /// is `screen`), or that client's last screen (the `screen` note). Shown as a screen, not as
+    /// a JSON string, next to the frame.
+    pub fn screen(&self) -> Option<&str> {
+        let json = self.json.as_ref()?;
+        match self.dir.as_str() {
+            "o2h" if json.pointer("/observed/from")?.as_str()? == "screen" => {
+                json.pointer("/observed/evidence")?.as_str()
+            }
+            "note" if json.get("type")?.as_str()? == "screen" => json.get("text")?.as_str(),
+            _ => None,
+        }
+    }
+
     fn what(&self) -> String {
         let Some(json) = self.json.as_ref().and_then(Value::as_object) else {
             return if self.invalid_utf8 {
@@ -224,6 +239,26 @@ mod tests {
         assert_eq!(f.summary(), "approval: command");
         let f = frame(r#"{"i":3,"dir":"c2a","raw":"garbage"}"#);
         assert_eq!(f.summary(), "not JSON");
+    }
+
+    /// The screen text of a full-screen client comes out of an observed event read from the
+    /// screen and of the last-screen note; nothing else carries one.
+    #[test]
+    fn screen_text_comes_from_screen_events_and_the_screen_note() {
+        let f = frame(
+            r#"{"i":4,"dir":"o2h","raw":"","json":{"type":"approval","observed":{"by":"d","from":"screen","evidence":"Permission: ls\n 1) Allow"}}}"#,
+        );
+        assert_eq!(f.screen(), Some("Permission: ls\n 1) Allow"));
+        let f =
+            frame(r#"{"i":9,"dir":"note","raw":"","json":{"type":"screen","text":"Ready\n>"}}"#);
+        assert_eq!(f.screen(), Some("Ready\n>"));
+        for other in [
+            r#"{"i":4,"dir":"o2h","raw":"","json":{"type":"turn","observed":{"by":"d","from":"stdout","evidence":"done"}}}"#,
+            r#"{"i":4,"dir":"c2a","raw":"","json":{"type":"screen","text":"x"}}"#,
+            r#"{"i":4,"dir":"note","raw":"x"}"#,
+        ] {
+            assert_eq!(frame(other).screen(), None, "{other}");
+        }
     }
 
     #[test]

@@ -480,3 +480,66 @@ fn a_scenario_of_many_cases_has_a_row_for_each_in_order() {
         from += at;
     }
 }
+
+/// A full-screen client's case: the event its observer read from the screen, and its last
+/// screen, are shown as the screen a person saw (rows kept, text escaped) next to the frame,
+/// both in the wire log and under the finding that cites the event.
+#[test]
+fn screen_text_is_shown_as_the_person_saw_it_next_to_the_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_json = dir.path().join("run.json");
+    std::fs::copy(common::fixture("always-command"), &run_json).unwrap();
+    let transcripts = dir.path().join("transcripts");
+    std::fs::create_dir(&transcripts).unwrap();
+    let name = "acme@1.0_edit-approve.jsonl";
+    let original = std::fs::read_to_string(
+        common::fixture("always-command")
+            .with_file_name("transcripts")
+            .join(name),
+    )
+    .unwrap();
+    let card = "┌──────────────────────┐\n│ Permission: <b>x</b> │\n│ 1) Allow once        │\n└──────────────────────┘";
+    let mut lines: Vec<String> = original.lines().map(str::to_owned).collect();
+    // Frame 14, cited by the failing subject-kind trial, as an observed event read from the
+    // screen; then the last-screen note.
+    let mut event: serde_json::Value = serde_json::from_str(&lines[14]).unwrap();
+    assert_eq!(event["i"], 14);
+    event["dir"] = "o2h".into();
+    event["json"]["observed"] =
+        serde_json::json!({"by": "tui", "from": "screen", "evidence": card});
+    event["raw"] = event["json"].to_string().into();
+    lines[14] = event.to_string();
+    let last = lines.len();
+    let note = serde_json::json!({"type": "screen", "text": "Done: end_turn\n> "});
+    lines.push(
+        serde_json::json!({"i": last, "t_us": 99999, "conn": 0, "dir": "note", "raw": note.to_string(), "json": note})
+            .to_string(),
+    );
+    std::fs::write(transcripts.join(name), lines.join("\n") + "\n").unwrap();
+    let run = acp_reports::load_run(&run_json).unwrap();
+    let (_out, pages) = written(&[run]);
+    let (_, case) = pages
+        .iter()
+        .find(|(p, _)| p.to_string_lossy().ends_with("edit-approve.html"))
+        .expect("the case page");
+    let shown = "<pre class=\"screen\">┌──────────────────────┐\n│ Permission: &#60;b&#62;x&#60;/b&#62; │\n│ 1) Allow once        │\n└──────────────────────┘</pre>";
+    let row = |i: usize| {
+        let at = case
+            .find(&format!("<tr id=\"f{i}\""))
+            .expect("the frame's row");
+        &case[at..at + case[at..].find("</tr>").unwrap()]
+    };
+    assert!(row(14).contains(shown), "{}", row(14));
+    assert!(row(14).contains("observer → harness"), "{}", row(14));
+    assert!(
+        row(last).contains("<pre class=\"screen\">Done: end_turn\n&#62; </pre>"),
+        "{}",
+        row(last)
+    );
+    // Under the finding, next to the cited frame.
+    let cited = case.find("<table class=\"cited\">").expect("cited frames");
+    let cited = &case[cited..cited + case[cited..].find("</table>").unwrap()];
+    assert!(cited.contains(shown), "{cited}");
+    // A frame read from elsewhere carries no screen.
+    assert_eq!(row(12).matches("class=\"screen\"").count(), 0);
+}

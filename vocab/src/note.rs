@@ -180,6 +180,11 @@ pub enum Note {
     UserPromptSkipped { session: String, reason: String },
     /// The profile's `[cancel]` command ran and exited with `status`.
     CancelCommandExited { argv: Vec<String>, status: String },
+    /// A full-screen (`[tui]`) client is told to quit: the harness types the profile's quit
+    /// `keys` once the scenario is done, as a person closes the program. Like an adapter's
+    /// `shutdown`, what the client does after it (a pending request answered `cancelled`) is
+    /// its answer to being closed.
+    UserQuit { keys: String },
     /// A full-screen (`[tui]`) client's screen when the case ended: what the person saw last
     /// (empty: the client never drew).
     Screen { text: String },
@@ -299,6 +304,7 @@ impl Note {
             Note::UserChooseSkipped { .. } => "user_choose_skipped",
             Note::UserPromptSkipped { .. } => "user_prompt_skipped",
             Note::CancelCommandExited { .. } => "cancel_command_exited",
+            Note::UserQuit { .. } => "user_quit",
             Note::Screen { .. } => "screen",
             Note::TerminalProbe(_) => "terminal_probe",
         }

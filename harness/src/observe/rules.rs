@@ -84,15 +84,20 @@ pub struct DataRules {
     tui: Option<Box<Tui>>,
 }
 
-/// A `[tui]` client's screen, per rule what its last match on a settled screen was, and the
-/// screens on which the user acted, with the event the act calls for: once the screen differs
-/// from one, a match of a rule for that event is new even with the text of the last one (a card
-/// like the one answered: two requests with the same title; a status line back at "ready" after
-/// the prompt: the turn's end, not the ready screen the prompt was typed on).
+/// A `[tui]` client's screen, per rule the texts it matched on the last settled screen it read,
+/// and the screens on which the user acted, with the event the act calls for: once the screen
+/// differs from one, a match of a rule for that event is new even with the text of the last one
+/// (a card like the one answered: two requests with the same title; a status line back at
+/// "ready" after the prompt: the turn's end, not the ready screen the prompt was typed on).
+/// A card that reads exactly like the one answered, on a screen that reads exactly like the one
+/// the user chose on, is new too once the client answered on the wire and drew after that
+/// (`chose`: the wire's answer count when the user chose, and whether the client drew after a
+/// later answer).
 struct Tui {
     screen: Screen,
-    shown: Vec<Option<String>>,
+    shown: Vec<Vec<String>>,
     acted_on: Vec<(String, &'static str)>,
+    chose: Option<(usize, bool)>,
 }
 
 impl DataRules {
@@ -117,8 +122,9 @@ impl DataRules {
     pub fn with_screen(mut self, rows: u16, cols: u16) -> Self {
         self.tui = Some(Box::new(Tui {
             screen: Screen::new(rows, cols),
-            shown: vec![None; self.compiled.rules.len()],
+            shown: vec![Vec::new(); self.compiled.rules.len()],
             acted_on: Vec::new(),
+            chose: None,
         }));
         self
     }
@@ -127,6 +133,9 @@ impl DataRules {
     pub fn screen_bytes(&mut self, bytes: &[u8]) {
         if let Some(tui) = self.tui.as_mut() {
             tui.screen.feed(bytes);
+            if let Some((at, drew)) = tui.chose.as_mut() {
+                *drew |= self.wire.answers > *at;
+            }
         }
     }
 
@@ -141,25 +150,36 @@ impl DataRules {
     }
 
     /// The screen has been still for the settle time: `screen` rules read it. A rule makes an
-    /// event when its match appears, not again while the same text stays on screen (a card
-    /// that is repainted is one card); once it is gone, a new appearance counts again.
+    /// event for the first of its matches that was not on the last screen it read, not again
+    /// while the same text stays on screen (a card that is repainted is one card; an old
+    /// message above a new one is not matched again, nor when it scrolls); once it is gone, a
+    /// new appearance counts again.
     pub fn settled(&mut self) -> Vec<Value> {
         let Some(tui) = self.tui.as_mut() else {
             return Vec::new();
         };
         let mut shown = std::mem::take(&mut tui.shown);
-        shown.resize(self.compiled.rules.len(), None);
+        shown.resize(self.compiled.rules.len(), Vec::new());
         let now = tui.screen.text(None);
-        for (_, event) in tui.acted_on.iter().filter(|(before, _)| *before != now) {
+        // The client answered the request the user chose for and drew since: whatever card is
+        // on screen now is not the one answered, even if it reads the same.
+        let answered = tui.chose.is_some_and(|(_, drew)| drew);
+        let taken = |(before, event): &(String, &'static str)| {
+            *before != now || (answered && *event == "approval")
+        };
+        for (_, event) in tui.acted_on.iter().filter(|a| taken(a)) {
             // The client took the user's act (its screen moved on): what the rules for that
             // event match now is new.
             for (i, rule) in self.compiled.rules.iter().enumerate() {
                 if rule.event == *event {
-                    shown[i] = None;
+                    shown[i].clear();
                 }
             }
         }
-        tui.acted_on.retain(|(before, _)| *before == now);
+        tui.acted_on.retain(|a| !taken(a));
+        if !tui.acted_on.iter().any(|(_, event)| *event == "approval") {
+            tui.chose = None;
+        }
         let mut drafts = Vec::new();
         let screen = &self.tui.as_ref().expect("checked above").screen;
         for (i, rule) in self.compiled.rules.iter().enumerate() {
@@ -171,28 +191,29 @@ impl DataRules {
                 (None, Some(needle)) => match screen.box_containing(needle) {
                     Some(inside) => Some(inside),
                     None => {
-                        shown[i] = None;
+                        shown[i].clear();
                         continue;
                     }
                 },
                 (None, None) => None,
             };
             let text = screen.text(narrowed);
-            let Some(caps) = rule.regex.as_ref().and_then(|re| re.captures(&text)) else {
-                shown[i] = None;
-                continue;
-            };
-            let matched = caps.get(0).map_or("", |m| m.as_str()).to_owned();
-            if shown[i].as_deref() == Some(matched.as_str()) {
-                continue;
+            let all: Vec<regex::Captures<'_>> = rule
+                .regex
+                .as_ref()
+                .map(|re| re.captures_iter(&text).collect())
+                .unwrap_or_default();
+            let whole = |c: &regex::Captures<'_>| c.get(0).map_or("", |m| m.as_str()).to_owned();
+            let new = all.iter().find(|c| !shown[i].contains(&whole(c)));
+            if let Some(caps) = new {
+                let mut draft = self.captured(rule, caps);
+                if narrowed.is_some() {
+                    // What the person saw: the whole box or region the rule read.
+                    draft.evidence = clip(text.trim().to_owned(), MAX_SCREEN_EVIDENCE);
+                }
+                drafts.push(draft);
             }
-            let mut draft = self.captured(rule, &caps);
-            if narrowed.is_some() {
-                // What the person saw: the whole box or region the rule read.
-                draft.evidence = clip(text.trim().to_owned(), MAX_SCREEN_EVIDENCE);
-            }
-            drafts.push(draft);
-            shown[i] = Some(matched);
+            shown[i] = all.iter().map(whole).collect();
         }
         if let Some(tui) = self.tui.as_mut() {
             tui.shown = shown;
@@ -351,6 +372,9 @@ impl DataRules {
         }
         if act == UserAct::Chose {
             self.acted_on("approval");
+            if let Some(tui) = self.tui.as_mut() {
+                tui.chose = Some((self.wire.answers, false));
+            }
         }
     }
 

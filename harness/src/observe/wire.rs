@@ -31,6 +31,8 @@ pub struct WireView {
     /// The last `session/prompt`: (id key, sessionId).
     prompt: Option<(String, String)>,
     pub stop_reason: Option<String>,
+    /// How many of those requests the client answered so far.
+    pub answers: usize,
 }
 
 impl WireView {
@@ -69,6 +71,11 @@ impl WireView {
                 let session = text(json, "/params/sessionId").unwrap_or_default();
                 self.prompt = Some((id_key(id), session));
                 self.stop_reason = None;
+            }
+            (Direction::ClientToAgent, None, Some(id))
+                if self.requests.iter().any(|r| id_key(&r.id) == id_key(id)) =>
+            {
+                self.answers += 1;
             }
             (Direction::AgentToClient, None, Some(id))
                 if self.prompt.as_ref().is_some_and(|(k, _)| *k == id_key(id)) =>

@@ -203,7 +203,8 @@ pub(super) async fn wire_only(
     let outcome = stage.run(&mut user).await;
     played.end = played.take(outcome);
     if let (Some(tui), Some(terminal)) = (&client.wire.tui, &user.terminal) {
-        played.last_screen = tui_end::last_screen_then_quit(tui, terminal, &user.observer).await;
+        played.last_screen =
+            tui_end::last_screen_then_quit(tui, terminal, &user.observer, stage.rec).await;
     }
     played.observer = Some(observer);
     played

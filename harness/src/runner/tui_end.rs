@@ -5,17 +5,21 @@ use std::time::Duration;
 
 use acp_fake_agents::machine_time;
 use acp_judge::record::RunEnd;
+use acp_vocab::note::Note;
+use acp_vocab::transcript::Recorder;
 
 use crate::client_spec::Tui;
 use crate::observe::ObserverHandle;
 use crate::pty::Master;
 
-/// Reads the client's last screen, then types the profile's quit keys: a full-screen client
-/// stays up until it is told to quit, and quitting may clear what the person saw last.
+/// Reads the client's last screen, then types the profile's quit keys (noted first, so that
+/// what the client answers on its way out is read as an answer to the quit): a full-screen
+/// client stays up until it is told to quit, and quitting may clear what the person saw last.
 pub(super) async fn last_screen_then_quit(
     tui: &Tui,
     terminal: &Master,
     observer: &ObserverHandle,
+    rec: &Recorder,
 ) -> Option<String> {
     // The client may still be drawing its answer to the agent's last frame: give it a moment,
     // then wait for the screen to be still.
@@ -24,6 +28,9 @@ pub(super) async fn last_screen_then_quit(
         .wait_still(Duration::from_millis(tui.settle_ms * 4 + 1000))
         .await;
     let screen = observer.screen_text();
+    rec.note(&Note::UserQuit {
+        keys: tui.quit.clone(),
+    });
     if let Ok(keys) = crate::keys::parse(&tui.quit, observer.app_cursor()) {
         let _ = machine_time::timeout(Duration::from_secs(1), terminal.write_all(&keys)).await;
     }

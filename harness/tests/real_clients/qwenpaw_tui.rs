@@ -1,5 +1,5 @@
 //! paw 0.1.0 (PyPI `qwenpaw-tui`, github.com/ekzhu/paw), a real full-screen ACP client (a
-//! Textual app), driven only through its screen by clients/qwenpaw-tui/qwenpaw-tui.toml: 22 lines
+//! Textual app), driven only through its screen by clients/qwenpaw-tui/qwenpaw-tui.toml: 23 lines
 //! of TOML and no program of ours. The cases below cover what the profile does (a typed prompt,
 //! cards read from their box, every option reached with Tab and Enter, Stop, the turn's end on
 //! the status bar, an agent that dies) and paw's known bugs, each in
@@ -71,8 +71,54 @@ fn paw_is_graded_through_its_screen_with_its_baseline() {
     );
 }
 
+/// What issue 43 asks of a real full-screen client's profile, checked without installing it:
+/// at most 25 lines of TOML (comments and blank lines aside), no program of ours (the client
+/// from its registry, no observer or cancel command), and a baseline whose every entry names
+/// the file of paw's sources that explains it.
+fn the_profile_is_short_and_every_expected_failure_cites_paws_source() {
+    let text = std::fs::read_to_string(profile("qwenpaw-tui.toml")).unwrap();
+    let lines = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .count();
+    assert!(lines <= 25, "{lines} lines of TOML");
+    let toml: toml::Table = text.parse().unwrap();
+    assert_eq!(
+        toml["program"].as_str(),
+        Some("paw"),
+        "the registry's program"
+    );
+    assert!(toml["install"].get("pypi").is_some(), "installed from PyPI");
+    assert!(
+        toml["observer"].get("command").is_none(),
+        "an observer program"
+    );
+    assert!(toml["cancel"].get("command").is_none(), "a cancel program");
+    let baseline: toml::Table = std::fs::read_to_string(profile("baseline.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let expected = baseline["expected"].as_table().unwrap();
+    assert!(!expected.is_empty());
+    let source = regex::Regex::new(r"\bpaw/[\w/]+\.py\b").unwrap();
+    for (id, entry) in expected {
+        let reason = entry["reason"].as_str().unwrap_or_default();
+        assert!(
+            source.is_match(reason),
+            "{id}: the reason names no file of paw's sources: {reason}"
+        );
+    }
+}
+
 /// This file's tests, for the runner of real_clients/main.rs.
-pub const TESTS: &[crate::Test] = &[(
-    "paw_is_graded_through_its_screen_with_its_baseline",
-    paw_is_graded_through_its_screen_with_its_baseline,
-)];
+pub const TESTS: &[crate::Test] = &[
+    (
+        "paw_is_graded_through_its_screen_with_its_baseline",
+        paw_is_graded_through_its_screen_with_its_baseline,
+    ),
+    (
+        "the_profile_is_short_and_every_expected_failure_cites_paws_source",
+        the_profile_is_short_and_every_expected_failure_cites_paws_source,
+    ),
+];

@@ -160,6 +160,51 @@ fn an_unreachable_option_is_not_applicable() {
     }
 }
 
+/// A card the profile's approval rule does not recognise: the harness never typed, and the
+/// verdict says so (the observer saw no prompt) with the screen that shows the card, rather than
+/// blaming the client for an answer it was never asked to give.
+fn a_card_the_observer_missed_is_the_profiles_miss() {
+    if !python() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(profile("tui-demo.toml"))
+        .unwrap()
+        .replace(
+            "\"./tui_demo.py\"",
+            &format!("{:?}", profile("tui_demo.py")),
+        )
+        .replace(
+            "box_containing = \"Permission:\"",
+            "box_containing = \"Approve?\"",
+        );
+    assert!(text.contains("Approve?"), "{text}");
+    let spec = profile_file(dir.path(), &text);
+    let r = run_one(&spec, "opencode@1.18/execute-permission[once]");
+    let reason = match &r.record.end {
+        RunEnd::Incomplete { reason, .. } => reason.clone(),
+        other => panic!("expected incomplete, got {other:?}"),
+    };
+    for says in [
+        "the observer saw no prompt for request",
+        "so the harness never typed \"1\" to choose \"once\"",
+        "does the profile's approval rule match what tui-demo shows?",
+        "Permission:",
+    ] {
+        assert!(reason.contains(says), "{says}: {reason}");
+    }
+    assert!(!reason.contains("client sent no answer"), "{reason}");
+    // No check blames the client either: the card it answered `cancelled` when the harness
+    // typed the quit keys (note `user_quit`) is its answer to being closed.
+    let blamed: Vec<String> = r
+        .trials
+        .iter()
+        .filter(|t| matches!(t.grade, Grade::Fail | Grade::Warn))
+        .map(|t| format!("{}: {}", t.check, t.message))
+        .collect();
+    assert!(blamed.is_empty(), "{blamed:#?}");
+}
+
 fn pid_of(r: &acp_harness::runner::CaseResult) -> i32 {
     r.record
         .transcript
@@ -171,8 +216,9 @@ fn pid_of(r: &acp_harness::runner::CaseResult) -> i32 {
         .expect("a client_started note") as i32
 }
 
-/// A TUI that never draws, one that exits at once and one that ignores keys: each gets a clear
-/// verdict within the step timeout with its last screen, and leaves no process behind.
+/// A TUI that never draws, one that ignores keys, one that exits at once and one that draws
+/// garbage: each gets a clear verdict after one step timeout with its last screen, and leaves no
+/// process behind.
 fn a_broken_tui_gets_a_verdict_with_its_screen() {
     let dir = tempfile::tempdir().unwrap();
     let base = |argv: &str| {
@@ -193,7 +239,17 @@ fn a_broken_tui_gets_a_verdict_with_its_screen() {
         ),
         // Exits at once after drawing.
         (r#"["sh", "-c", "printf 'Ready\\nbye'"]"#, "bye"),
+        // Draws garbage: bytes that are not UTF-8, an unterminated OSC, a cursor far off the
+        // screen, a colour that does not exist; the emulator shows what it can.
+        (
+            r#"["sh", "-c", "printf '\\377\\376\\033[999;999H\\033[1;1Hgarbage\\033[38;5;999m\\033]0;title'; exec sleep 30"]"#,
+            "screen:\ngarbage",
+        ),
     ];
+    // The fake agent is built (once per checkout) before the clock starts: the bound is on the
+    // case, not on cargo.
+    acp_harness::locate::locate(acp_harness::locate::FAKE_AGENT).expect("the fake agent");
+    let step = real_client::config().step_timeout;
     for (argv, says) in cases {
         let spec = profile_file(dir.path(), &base(argv));
         // Machine time, like the harness's budgets (docs/timeouts.md).
@@ -206,9 +262,11 @@ fn a_broken_tui_gets_a_verdict_with_its_screen() {
             other => panic!("{argv}: expected a failed run, got {other:?}"),
         };
         assert!(reason.contains(says), "{argv}: {reason}");
+        // One step waited in vain, then the teardown (a last still screen, the quit keys, the
+        // kill after the grace): about 6 s for a 5 s step.
         let took = started.elapsed().machine;
         assert!(
-            took < std::time::Duration::from_secs(40),
+            took < step + Duration::from_secs(5),
             "{argv}: took {took:?}"
         );
         let pid = pid_of(&r);
@@ -406,5 +464,9 @@ pub const TESTS: &[crate::Test] = &[
     (
         "field_bugs_fail_the_same_checks_as_over_the_adapter",
         field_bugs_fail_the_same_checks_as_over_the_adapter,
+    ),
+    (
+        "a_card_the_observer_missed_is_the_profiles_miss",
+        a_card_the_observer_missed_is_the_profiles_miss,
     ),
 ];

@@ -23,7 +23,7 @@
 //! * an `allow_always` option picked by the client itself needs the policy's `allow_always`
 //!   (or a remembered grant for the kinds) → else `fail`.
 //! * `cancelled` when nobody cancelled (no user Stop, no `$/cancel_request` for that request, no
-//!   shutdown) → `warn`: the outcome says the turn was cancelled. Not when every reject option's
+//!   shutdown: an adapter's `shutdown` or a full-screen client's quit keys) → `warn`: the outcome says the turn was cancelled. Not when every reject option's
 //!   id is also an allow option's: `cancelled` is then the only unambiguous no.
 //! * a `reject_*` is always safe.
 //! * an id the agent offered for an allow and a reject option alike (ACP: an `optionId` is
@@ -503,7 +503,13 @@ fn cancel_happened(model: &WireModel<'_>, request: &PermissionRequest<'_>, answe
         .controls
         .iter()
         .any(|c| c.index < answer && matches!(c.command(), Some(Command::Shutdown { .. })));
-    stopped || withdrawn || shutdown
+    // A full-screen client closed with its quit keys (the `shutdown` of a client without an
+    // adapter): a card still open is answered on the way out.
+    let quit = model
+        .notes
+        .iter()
+        .any(|(i, note)| *i < answer && matches!(note_of(note), Some(Note::UserQuit { .. })));
+    stopped || withdrawn || shutdown || quit
 }
 
 /// The policy the client declared: a `declared_policy` note (written by the harness from the

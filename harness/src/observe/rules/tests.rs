@@ -422,6 +422,40 @@ fn a_card_like_the_one_answered_is_the_next_card() {
     assert!(rules.settled().is_empty());
 }
 
+/// Two requests whose cards read the same, on a screen that reads the same before and after
+/// the answer (nothing else on it moves): the client's answer on the wire, and its drawing
+/// after it, make the card on screen the next request's.
+#[test]
+fn a_card_redrawn_after_the_answer_is_the_next_card_even_on_the_same_screen() {
+    let (mut rules, rec) = screen_rules();
+    let card = "\x1b[2J\x1b[1;1H┌──────────────────────┐\r\n│ Permission: ls -la   │\r\n│ 1) Allow  2) Reject  │\r\n└──────────────────────┘";
+    rules.screen_bytes(card.as_bytes());
+    assert_eq!(rules.settled()[0]["requestId"], 0);
+    rules.user(UserAct::Chose);
+    // Drawn again before any answer: the same card.
+    rules.screen_bytes(card.as_bytes());
+    assert!(rules.settled().is_empty());
+    // The client answers request 0, the agent asks again, the client draws the same card.
+    rec.record(
+        1,
+        Direction::ClientToAgent,
+        br#"{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"selected","optionId":"allow"}}}"#,
+    );
+    rec.record(
+        1,
+        Direction::AgentToClient,
+        REQUEST.replace("\"id\":0", "\"id\":1").as_bytes(),
+    );
+    rules.wire.refresh(&rec, |_| {});
+    rules.screen_bytes(card.as_bytes());
+    let events = rules.settled();
+    assert_eq!(types(&events), ["approval"]);
+    assert_eq!(events[0]["requestId"], 1);
+    // Repainted without a new answer: still one card.
+    rules.screen_bytes(card.as_bytes());
+    assert!(rules.settled().is_empty());
+}
+
 /// A status line that reads the same at rest and at a turn's end ("● ready"): what it showed
 /// before the prompt was typed is not the turn's end; once the screen moved on after the
 /// prompt, the same text is.
@@ -445,6 +479,49 @@ fn a_ready_status_before_the_prompt_is_not_the_turn_end() {
     let events = rules.settled();
     assert_eq!(types(&events), ["turn"]);
     assert_eq!(events[0]["stopReason"], "idle");
+}
+
+/// A rule over the whole screen takes the first match that was not on the last screen it read:
+/// an error shown below an old one is new; the old one scrolled to the top, or alone after the
+/// new one scrolled away, is not matched again.
+#[test]
+fn a_screen_rule_never_matches_text_older_than_its_last_match() {
+    let text = r#"
+[observer]
+[[observer.rule]]
+on = "screen"
+match = '⚠ (?P<why>.+)'
+event = "turn"
+state = "failed"
+message = "{why}"
+"#;
+    let compiled = compile_for(&spec(text), false, true, Some((10, 40))).unwrap();
+    let mut rules = DataRules::new("tui".into(), compiled, Vec::new()).with_screen(10, 40);
+    let rec = Recorder::new();
+    rec.record(1, Direction::ClientToAgent, PROMPT.as_bytes());
+    rules.wire.refresh(&rec, |_| {});
+    let messages = |events: Vec<Value>| -> Vec<String> {
+        events
+            .iter()
+            .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    rules.screen_bytes("\x1b[2J\x1b[3;1H⚠ disk full".as_bytes());
+    assert_eq!(messages(rules.settled()), ["disk full"]);
+    // A new error below the old one: the new one, not the old one again.
+    rules.screen_bytes("\x1b[5;1H⚠ connection closed".as_bytes());
+    assert_eq!(messages(rules.settled()), ["connection closed"]);
+    // Both scroll up by two rows: nothing new.
+    rules.screen_bytes("\x1b[2J\x1b[1;1H⚠ disk full\x1b[3;1H⚠ connection closed".as_bytes());
+    assert!(rules.settled().is_empty());
+    // The old one scrolls off the top: what is left is not new either.
+    rules.screen_bytes("\x1b[2J\x1b[1;1H⚠ connection closed".as_bytes());
+    assert!(rules.settled().is_empty());
+    // Gone, then shown again: a new appearance.
+    rules.screen_bytes(b"\x1b[2J\x1b[1;1Hready");
+    assert!(rules.settled().is_empty());
+    rules.screen_bytes("\x1b[2J\x1b[1;1H⚠ connection closed".as_bytes());
+    assert_eq!(messages(rules.settled()), ["connection closed"]);
 }
 
 #[test]

@@ -248,6 +248,19 @@ fn cancelled_without_a_cancel_is_a_warning_and_with_one_is_fine() {
     c.cmd(json!({"type":"cancel","seq":3,"session":"s1"}));
     c.cancelled(json!(0));
     assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
+
+    // A full-screen client closed with its quit keys while a card was open: the card answered
+    // on the way out is an answer to the quit, as after an adapter's shutdown.
+    let c = wire_case(
+        None,
+        json!({"sessionUpdate":"tool_call","toolCallId":"t","kind":"edit","title":"Edit"}),
+    );
+    c.permission(json!(0), json!({"toolCallId":"t"}), opts3());
+    c.note(acp_vocab::note::Note::UserQuit {
+        keys: "<C-c>".into(),
+    });
+    c.cancelled(json!(0));
+    assert_eq!(c.grade(&AutoApproval).grade, Grade::Pass);
 }
 
 /// A request with no reject option leaves a client that will not approve only `cancelled` to
