@@ -353,6 +353,16 @@ fn shell_words(argv: &[String]) -> String {
 mod tests {
     use super::*;
 
+    fn yopo() -> Install {
+        Install {
+            npm: None,
+            pypi: None,
+            pip_args: Vec::new(),
+            cargo: Some("yopo@11.0.0".into()),
+            bin: "bin/yopo".into(),
+        }
+    }
+
     fn npm(spec: &str, bin: &str) -> Install {
         Install {
             npm: Some(spec.into()),
@@ -377,13 +387,7 @@ mod tests {
             "python3 -m venv /c/acpc==0.1.0 && /c/acpc==0.1.0/bin/pip install \
              --disable-pip-version-check --quiet acpc==0.1.0 --ignore-requires-python"
         );
-        let cargo = Install {
-            npm: None,
-            pypi: None,
-            pip_args: Vec::new(),
-            cargo: Some("yopo@11.0.0".into()),
-            bin: "bin/yopo".into(),
-        };
+        let cargo = yopo();
         assert_eq!(
             cargo.command_line(Path::new("/my cache")),
             "cargo install --config profile.release.opt-level=0 --locked --quiet --root '/my cache/yopo@11.0.0' yopo --version 11.0.0"
@@ -392,14 +396,7 @@ mod tests {
 
     #[test]
     fn only_crates_are_built_from_source() {
-        let cargo = Install {
-            npm: None,
-            pypi: None,
-            pip_args: Vec::new(),
-            cargo: Some("yopo@11.0.0".into()),
-            bin: "bin/yopo".into(),
-        };
-        assert!(cargo.builds_from_source());
+        assert!(yopo().builds_from_source());
         assert!(!npm("acpx@0.19.1", "node_modules/.bin/acpx").builds_from_source());
     }
 

@@ -33,12 +33,15 @@ fn chuk_acp_passes_the_suite_with_its_baseline() {
     let spec = real_client::client(&profile("chuk-acp.toml"), &program);
     real_client::version(&spec, "0.3.2");
     // chuk-acp mostly waits: six cases per core use under one core (real_client::suite_jobs).
-    let results = real_client::assert_suite_green(&spec, &profile("baseline.toml"), 20);
+    // Each case starts Python: the newest releases and the regressions in `cargo test`
+    // (real_client::assert_current_suite_green; ACP_REAL_CLIENT_CORPUS=full plays them all).
+    let results =
+        real_client::assert_current_suite_green(&spec, &profile("baseline.toml"), 20, &[]);
     // The observer graded turns: a completed one passes where the suite reads it.
     let observed = results
         .iter()
         .any(|r| real_client::observed(r, "[Stop reason: end_turn]"));
-    assert!(observed, "no observed [Stop reason: …] in the whole suite");
+    assert!(observed, "no observed [Stop reason: …] in the suite");
 }
 
 /// The same suite and baseline with the outside observer (chuk-acp-program.toml): a program that
@@ -48,8 +51,8 @@ fn chuk_acp_program_passes_the_suite_with_its_baseline() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(program) = chuk_acp() else { return };
     let spec = real_client::client(&profile("chuk-acp-program.toml"), &program);
-    // The newest releases and the regressions: enough to show the program and the rules agree
-    // (the rules' test above plays the whole suite).
+    // The same cases as the rules' test above, the same baseline: the program and the rules
+    // agree.
     let results =
         real_client::assert_current_suite_green(&spec, &profile("baseline.toml"), 20, &[]);
     let observed = results

@@ -106,6 +106,16 @@ fn options_are_reached_by_their_label() {
     assert!(typed, "the harness did not choose reject");
 }
 
+/// tui-demo.toml with the program's absolute path, to be written elsewhere with changes.
+fn demo_profile_text() -> String {
+    std::fs::read_to_string(profile("tui-demo.toml"))
+        .unwrap()
+        .replace(
+            "\"./tui_demo.py\"",
+            &format!("{:?}", profile("tui_demo.py")),
+        )
+}
+
 /// A profile written by hand in a folder of its own (absolute program paths).
 fn profile_file(dir: &std::path::Path, text: &str) -> acp_harness::client_spec::ClientSpec {
     let path = dir.join("client.toml");
@@ -120,16 +130,10 @@ fn an_unreachable_option_is_not_applicable() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(profile("tui-demo.toml"))
-        .unwrap()
-        .replace(
-            "\"./tui_demo.py\"",
-            &format!("{:?}", profile("tui_demo.py")),
-        )
-        .replace(
-            "by = \"position\"",
-            "by = \"position\"\nselects = [\"allow_once\", \"allow_always\"]",
-        );
+    let text = demo_profile_text().replace(
+        "by = \"position\"",
+        "by = \"position\"\nselects = [\"allow_once\", \"allow_always\"]",
+    );
     let spec = profile_file(dir.path(), &text);
     let r = run_one(&spec, "opencode@1.18/execute-permission[reject]");
     match &r.record.end {
@@ -168,16 +172,10 @@ fn a_card_the_observer_missed_is_the_profiles_miss() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(profile("tui-demo.toml"))
-        .unwrap()
-        .replace(
-            "\"./tui_demo.py\"",
-            &format!("{:?}", profile("tui_demo.py")),
-        )
-        .replace(
-            "box_containing = \"Permission:\"",
-            "box_containing = \"Approve?\"",
-        );
+    let text = demo_profile_text().replace(
+        "box_containing = \"Permission:\"",
+        "box_containing = \"Approve?\"",
+    );
     assert!(text.contains("Approve?"), "{text}");
     let spec = profile_file(dir.path(), &text);
     let r = run_one(&spec, "opencode@1.18/execute-permission[once]");
@@ -279,16 +277,10 @@ fn a_broken_tui_gets_a_verdict_with_its_screen() {
 
 /// tui-demo with its field bug `mutant` (TUI_DEMO_MUTANT), from a profile in `dir`.
 fn demo_mutant(dir: &std::path::Path, mutant: &str) -> acp_harness::client_spec::ClientSpec {
-    let text = std::fs::read_to_string(profile("tui-demo.toml"))
-        .unwrap()
-        .replace(
-            "\"./tui_demo.py\"",
-            &format!("{:?}", profile("tui_demo.py")),
-        )
-        .replace(
-            "[tui]",
-            &format!("[env]\nTUI_DEMO_MUTANT = \"{mutant}\"\n[tui]"),
-        );
+    let text = demo_profile_text().replace(
+        "[tui]",
+        &format!("[env]\nTUI_DEMO_MUTANT = \"{mutant}\"\n[tui]"),
+    );
     let dir = dir.join(mutant);
     std::fs::create_dir_all(&dir).unwrap();
     profile_file(&dir, &text)
