@@ -187,9 +187,10 @@ pub fn conformance_main() -> std::process::ExitCode {
         Ok(c) => c,
         Err(e) => return single_failure("scenarios::parse", format!("{e:#}"), &args),
     };
-    let cases: Vec<(Arc<Case>, Arc<OnceLock<Vec<Verdict>>>)> = cases
+    // Each case with the cell its trials share its one play through.
+    let cases: Vec<_> = cases
         .into_iter()
-        .map(|case| (Arc::new(case), Arc::new(OnceLock::new())))
+        .map(|case| (Arc::new(case), Arc::new(OnceLock::<Vec<Verdict>>::new())))
         .collect();
     let mut trials = Vec::new();
     for check in all_checks() {
