@@ -15,49 +15,55 @@
 
 mod real_client;
 
-mod acp_cli;
-mod acpc;
-mod acpx;
-mod chuk_acp;
-mod qwenpaw_tui;
-mod ralph_any;
-mod tui_demo;
-mod yopo;
-
 use libtest_mimic::{Arguments, Trial};
 
-/// Tests in flight at once. The suites' CPU is about a third of their wall time (all eight:
-/// 354 s of CPU), so four at once keep two cores busy: in one CI run the eight took 280 s this
-/// way, against some 1,100 s one after the other. More would not end much sooner, and the
-/// verdicts might not stay the same: a client's own wall-clock limits (acp-cli's and acpx's turn
-/// timeouts, for one) do not stretch with the load as the harness's budgets do, and all eight at
-/// once beside other work made acp-cli give up on a turn the harness was still waiting on.
-/// Tests of one client that must not overlap hold that client's lock (a module's SERIAL).
+/// Tests in flight at once. The suites' CPU is about a third of their summed wall time, so four
+/// at once keep two cores busy: on an idle 2-core machine the eight took 206 s this way (141 s
+/// once acpc and chuk-acp played today's agents only), against some 1,100 s one after the
+/// other. More would not end much sooner, and the verdicts might not stay the same: a client's
+/// own wall-clock limits (acp-cli's and acpx's turn timeouts, for one) do not stretch with the
+/// load as the harness's budgets do, and all eight at once beside other work made acp-cli give
+/// up on a turn the harness was still waiting on. Tests of one client that must not overlap
+/// hold that client's lock (a module's SERIAL).
 const AT_ONCE: usize = 4;
 
 /// A test of one client module: its name and body (which panics on failure).
 pub type Test = (&'static str, fn());
 
-/// Every module's tests, in the order they start: each module's first test (its suite, the
+/// Each client module, declared once: its name, its tests and its source (for the `#[test]`
+/// guard in `main`), in the order they start: each module's first test (its suite, the
 /// longest) before any module's second, and the modules by how long their suites take (one
 /// after the other on two cores: ralph-any 247 s, chuk-acp 186, acpc 164, acp-cli 139, acpx
 /// 124, yopo 121, qwenpaw-tui 72, tui-demo 64), so that the long ones overlap instead of
 /// ending in a tail of one.
+macro_rules! client_modules {
+    ($($module:ident),* $(,)?) => {
+        $(mod $module;)*
+        const MODULES: &[(&str, &[Test], &str)] = &[$((
+            stringify!($module),
+            $module::TESTS,
+            include_str!(concat!(stringify!($module), ".rs")),
+        )),*];
+    };
+}
+
+client_modules!(
+    ralph_any,
+    chuk_acp,
+    acpc,
+    acp_cli,
+    acpx,
+    yopo,
+    qwenpaw_tui,
+    tui_demo
+);
+
+/// Every module's tests, in the order of [`MODULES`].
 fn trials() -> Vec<Trial> {
-    let modules: [(&str, &[Test]); 8] = [
-        ("ralph_any", ralph_any::TESTS),
-        ("chuk_acp", chuk_acp::TESTS),
-        ("acpc", acpc::TESTS),
-        ("acp_cli", acp_cli::TESTS),
-        ("acpx", acpx::TESTS),
-        ("yopo", yopo::TESTS),
-        ("qwenpaw_tui", qwenpaw_tui::TESTS),
-        ("tui_demo", tui_demo::TESTS),
-    ];
-    let longest = modules.iter().map(|(_, t)| t.len()).max().unwrap_or(0);
+    let longest = MODULES.iter().map(|(_, t, _)| t.len()).max().unwrap_or(0);
     let mut trials = Vec::new();
     for rank in 0..longest {
-        for (module, tests) in modules {
+        for (module, tests, _) in MODULES {
             if let Some(&(name, body)) = tests.get(rank) {
                 trials.push(Trial::test(format!("{module}::{name}"), move || {
                     body();
@@ -69,30 +75,27 @@ fn trials() -> Vec<Trial> {
     trials
 }
 
-/// The modules' sources: this binary has no libtest harness (`harness = false`), so a `#[test]`
-/// in them would be compiled out and never run, silently.
-const SOURCES: [(&str, &str); 9] = [
-    ("acp_cli.rs", include_str!("acp_cli.rs")),
-    ("acpc.rs", include_str!("acpc.rs")),
-    ("acpx.rs", include_str!("acpx.rs")),
-    ("chuk_acp.rs", include_str!("chuk_acp.rs")),
-    ("qwenpaw_tui.rs", include_str!("qwenpaw_tui.rs")),
-    ("ralph_any.rs", include_str!("ralph_any.rs")),
-    ("real_client.rs", include_str!("real_client.rs")),
-    ("tui_demo.rs", include_str!("tui_demo.rs")),
-    ("yopo.rs", include_str!("yopo.rs")),
-];
+/// A `#[test]` in this binary's modules would be compiled out and never run, silently: it has
+/// no libtest harness (`harness = false`).
+fn stray_test() -> Option<String> {
+    let sources = MODULES
+        .iter()
+        .map(|(module, _, source)| (format!("{module}.rs"), *source))
+        .chain([("real_client.rs".to_owned(), include_str!("real_client.rs"))]);
+    // Spelled in two pieces so that this line does not match itself.
+    sources
+        .filter(|(_, source)| source.contains(concat!("#[", "test]")))
+        .map(|(file, _)| file)
+        .next()
+}
 
 fn main() -> std::process::ExitCode {
-    for (file, source) in SOURCES {
-        // Spelled in two pieces so that this line does not match itself.
-        if source.contains(concat!("#[", "test]")) {
-            eprintln!(
-                "harness/tests/real_clients/{file} has a #[test], which never runs in this \
-                 binary: list the function in the module's TESTS instead"
-            );
-            return std::process::ExitCode::FAILURE;
-        }
+    if let Some(file) = stray_test() {
+        eprintln!(
+            "harness/tests/real_clients/{file} has a #[test], which never runs in this binary: \
+             list the function in the module's TESTS instead"
+        );
+        return std::process::ExitCode::FAILURE;
     }
     let mut args = Arguments::from_args();
     let trials = trials();
