@@ -342,7 +342,7 @@ expect = "session/prompt"
 as = "prompt"
 
 [[step]]
-send = '{{"jsonrpc":"2.0","id":"${{id}}","method":"terminal/create","params":{{"sessionId":"ses_chaos","command":"sleep 30 & echo $! > .acp-terminal/leak.pid; echo started","outputByteLimit":32000}}}}'
+send = '{{"jsonrpc":"2.0","id":"${{id}}","method":"terminal/create","params":{{"sessionId":"ses_chaos","command":"sleep 600 & echo $! > .acp-terminal/leak.pid; echo started","outputByteLimit":32000}}}}'
 as = "create"
 
 [[step]]
