@@ -133,7 +133,10 @@ const SAME_TURN: &[(&str, &str)] = &[
     ("write-outside", "write-outside"),
     ("read-file", "read"),
     ("cancel-pending-permission", "cancel"),
-    ("opencode@1.18/deceptive-bare-read-title", "shell-outside-reject"),
+    (
+        "opencode@1.18/deceptive-bare-read-title",
+        "shell-outside-reject",
+    ),
     ("opencode@1.18/update-while-permission-pending", "shell"),
     ("opencode@1.15/update-while-permission-pending", "shell"),
     ("opencode@1.15/web-fetch", "web-fetch"),
