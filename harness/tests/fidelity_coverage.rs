@@ -74,6 +74,10 @@ const NOT_LINKED: &[(&str, &str)] = &[
         "qwen-code shortens the path in the request title (`Writing to <user-home>/.../<run-name>/outside/summary.md`), which no template of `${outside}` gives",
     ),
     (
+        "qwen-code@0.24/write-outside-auto-mode",
+        "qwen-code shortens the path in the request title (`Writing to <user-home>/.../outside/summary.md`: a path longer than 80 characters keeps its first folder and as many last ones as fit), which no template of `${outside}` gives",
+    ),
+    (
         "opencode@1.18/web-fetch",
         "it plays a fetch that succeeds (completed, titled `<url> (<content-type>)`); the recorded `web-fetch` case fetches from a host that never resolves, so its fetch fails (`Transport error (GET <url>)`, titled `webfetch`)",
     ),
