@@ -110,8 +110,32 @@ type Planned = (Case, Script, PathBuf);
 fn plan(recipe: &Path, wanted: &[String]) -> Result<(Recipe, Vec<Planned>)> {
     let recipe = Recipe::load(recipe)?;
     let cases_dir = layout::cases_dir(&recipe);
+    let with_scripts = layout::cases_with_scripts(&recipe)?;
+    if let Some(case) = recipe
+        .unrecordable
+        .keys()
+        .find(|c| !with_scripts.contains(c))
+    {
+        bail!(
+            "recipe {}: agent.unrecordable.{case}: no such case with a model script in {}",
+            recipe.path.display(),
+            recipe.scripts_dir.display()
+        );
+    }
+    if let Some((case, why)) = wanted
+        .iter()
+        .find_map(|c| recipe.unrecordable.get_key_value(c))
+    {
+        bail!(
+            "recipe {}: case `{case}` cannot be recorded with this version: {why}",
+            recipe.path.display()
+        );
+    }
     let names: Vec<String> = if wanted.is_empty() {
-        layout::cases_with_scripts(&recipe)?
+        with_scripts
+            .into_iter()
+            .filter(|c| !recipe.unrecordable.contains_key(c))
+            .collect()
     } else {
         wanted.to_vec()
     };

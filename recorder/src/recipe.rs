@@ -10,6 +10,9 @@
 //! scripts = "opencode"              # model scripts: recorder/scripts/<scripts>/<case>.toml
 //! ask_mode = ""                     # mode the cases' `set_mode` steps set ("" = leave the default)
 //!
+//! [agent.unrecordable]              # cases the scripts cover that this version cannot produce
+//! plan = "offers the model no update_plan tool"
+//!
 //! [env]
 //! OPENCODE_DISABLE_AUTOUPDATE = "1"
 //!
@@ -62,6 +65,8 @@ struct AgentTable {
     settle_ms: Option<u64>,
     #[serde(default)]
     notes: Option<String>,
+    #[serde(default)]
+    unrecordable: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone)]
@@ -80,6 +85,10 @@ pub struct Recipe {
     pub turn_timeout_ms: u64,
     pub settle_ms: u64,
     pub notes: Option<String>,
+    /// Cases the agent's scripts cover that this version cannot produce, with the reason: a
+    /// full `record` or `check` leaves them out instead of recording a turn that is not the
+    /// case's (a script step calling a tool this version no longer offers).
+    pub unrecordable: BTreeMap<String, String>,
     pub env: BTreeMap<String, String>,
     pub files: BTreeMap<String, String>,
 }
@@ -108,6 +117,9 @@ impl Recipe {
         }
         if a.argv.is_empty() {
             bail!("agent.argv is empty");
+        }
+        if let Some((case, _)) = a.unrecordable.iter().find(|(_, why)| why.trim().is_empty()) {
+            bail!("agent.unrecordable.{case}: give the reason");
         }
         for (n, arg) in a.argv.iter().enumerate() {
             template::check(arg, PLACEHOLDERS)
@@ -142,6 +154,7 @@ impl Recipe {
             turn_timeout_ms: a.turn_timeout_ms.unwrap_or(120_000),
             settle_ms: a.settle_ms.unwrap_or(2_000),
             notes: a.notes,
+            unrecordable: a.unrecordable,
             env: file.env,
             files: file.files,
         })
@@ -218,6 +231,20 @@ mod tests {
         assert!(r.scripts_dir.ends_with("scripts/x"));
         let vars: Vars = [("install".to_string(), "/i".to_string())].into();
         assert_eq!(r.filled(&vars).unwrap().argv, ["/i/bin/x"]);
+    }
+
+    #[test]
+    fn unrecordable_cases_need_a_reason() {
+        let r = Recipe::parse(
+            &format!("{OK}[agent.unrecordable]\nplan = \"no plan tool\"\n"),
+            Path::new("recipes/x.toml"),
+        )
+        .unwrap();
+        assert_eq!(r.unrecordable["plan"], "no plan tool");
+        assert!(
+            err(&format!("{OK}[agent.unrecordable]\nplan = \" \"\n"))
+                .contains("agent.unrecordable.plan")
+        );
     }
 
     #[test]
