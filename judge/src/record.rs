@@ -31,7 +31,9 @@ pub struct CaseRecord {
     pub transcript: Vec<Entry>,
     /// True if the client spoke the control protocol (an adapter said `hello`).
     pub control_plane: bool,
-    /// Commands the adapter declared in `hello` (`new_session`, `prompt`, `choose`, `cancel`).
+    /// Commands the adapter declared in `hello` (`new_session`, `prompt`, `choose`, `cancel`);
+    /// for a client without an adapter, `choose` when its profile has inputs that answer its
+    /// permission prompt (`[[choose]]`), so the harness could act as its user.
     pub control_supports: Vec<String>,
     /// The case's workspace (`${cwd}`) and the outside directory (`${outside}`).
     pub workspace: PathBuf,

@@ -23,7 +23,8 @@ use crate::wire_only::WireOnlyUser;
 /// What the play hands on to the shutdown: how it ended and what is still open.
 pub(super) struct Played {
     pub end: RunEnd,
-    /// The commands the client's adapter said it supports (`hello`).
+    /// The commands the client's adapter said it supports (`hello`), or `choose` for a client
+    /// without one whose profile has inputs that answer its prompt.
     pub control_supports: Vec<String>,
     pub control: Option<ControlPlane>,
     pub observer: Option<Observer>,
@@ -200,6 +201,11 @@ pub(super) async fn wire_only(
         },
     };
     let mut played = Played::ended(RunEnd::Completed);
+    // The user actions the harness has for this client: it can answer a permission prompt only
+    // through the profile's inputs (the judge's R52 asks whether a card waited for a user).
+    if !client.wire.choose.is_empty() {
+        played.control_supports = vec!["choose".to_owned()];
+    }
     let outcome = stage.run(&mut user).await;
     played.end = played.take(outcome);
     if let (Some(tui), Some(terminal)) = (&client.wire.tui, &user.terminal) {

@@ -113,7 +113,7 @@ impl Check for JsonRpc {
                 && method == Method::SessionRequestPermission.as_str()
                 && let Some(withdrawn) = withdrawal(model, msg.conn, id, msg.index)
                 && withdrawn < answer
-                && waited_for_the_user(model, msg.index)
+                && waited_for_the_user(case, model, msg.index)
                 && let Some(option) = model
                     .msg(answer)
                     .and_then(|m| m.json())
@@ -264,7 +264,15 @@ fn withdrawal(
 /// decides it, so those answers are not graded here (`auto-approval` judges the policy).
 /// Read without comparing indices across the two pipes: the grade must not depend on which
 /// pipe the harness read first.
-fn waited_for_the_user(model: &WireModel<'_>, request: usize) -> bool {
+/// A card no user could click was never held for one: a client without an adapter and without
+/// profile inputs that answer its prompt (acpx `--format json`, whose observer builds the card
+/// from the automatic answer itself) decides by itself, and under load that answer crossed the
+/// withdrawal on the pipe. So the harness must have had a way to choose (`choose` among
+/// `control_supports`: the adapter's `hello`, or a wire-only profile's `[[choose]]` inputs).
+fn waited_for_the_user(case: &CaseRecord, model: &WireModel<'_>, request: usize) -> bool {
+    if !case.control_supports.iter().any(|s| s == "choose") {
+        return false;
+    }
     let Some(msg) = model.msg(request) else {
         return false;
     };
@@ -468,6 +476,29 @@ mod tests {
         // No card: the client answered as it read the request, and the answer may have crossed
         // the withdrawal on the pipe.
         assert_eq!(answer(selected(), false), Finding::pass());
+        // A card nobody could click (no adapter, no profile input that answers the prompt: the
+        // observer read the card off the client's own automatic answer): the same race.
+        let c = Case::wire_only();
+        c.handshake();
+        c.prompt();
+        c.permission(json!(5), json!({"toolCallId":"c"}), opts3());
+        c.approval(json!(5), "c", "command", buttons3());
+        c.a2c(json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}));
+        c.select(json!(5), "once");
+        c.prompt_result("cancelled");
+        assert_eq!(c.grade(&JsonRpc), Finding::pass());
+        // The same card on a wire-only client whose profile can answer its prompt: held for
+        // the user, so an option after the withdrawal is the client's choice.
+        let mut c = Case::wire_only();
+        c.control_supports = vec!["choose".into()];
+        c.handshake();
+        c.prompt();
+        c.permission(json!(5), json!({"toolCallId":"c"}), opts3());
+        c.approval(json!(5), "c", "command", buttons3());
+        c.a2c(json!({"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":5}}));
+        c.select(json!(5), "once");
+        c.prompt_result("cancelled");
+        assert_grade(&c.grade(&JsonRpc), Grade::Fail, "with the option \"once\"");
         // A card the user clicked: the click may have crossed the withdrawal too.
         let c = Case::new();
         c.handshake();

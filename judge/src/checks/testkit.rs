@@ -24,7 +24,8 @@ pub struct Case {
     pub symlinks: BTreeMap<PathBuf, PathBuf>,
     /// The client's stderr tail (`CaseRecord::stderr_tail`).
     pub stderr_tail: String,
-    /// What the adapter's `hello` supports (`CaseRecord::control_supports`), with a control plane.
+    /// What the adapter's `hello` supports, or a wire-only profile's `choose`
+    /// (`CaseRecord::control_supports`).
     pub control_supports: Vec<String>,
     /// Set by [`Case::fault_next`]: the fault and how many more agent frames carry it.
     faulted: Cell<Option<(FaultKind, usize)>>,
@@ -52,9 +53,12 @@ impl Case {
         }
     }
 
+    /// A client without an adapter; `control_supports` stays empty unless a test gives it the
+    /// `choose` of profile inputs that answer the client's prompt.
     pub fn wire_only() -> Self {
         let mut c = Self::new();
         c.control_plane = false;
+        c.control_supports = Vec::new();
         c
     }
 
@@ -205,11 +209,7 @@ impl Case {
             },
             transcript: self.rec.snapshot(),
             control_plane: self.control_plane,
-            control_supports: if self.control_plane {
-                self.control_supports.clone()
-            } else {
-                Vec::new()
-            },
+            control_supports: self.control_supports.clone(),
             workspace: PathBuf::from(WS),
             outside: PathBuf::from("/tmp/case/outside"),
             files_after: self.files_after.clone(),
