@@ -222,7 +222,7 @@ async fn standalone_describes_a_setup_and_creates_nothing() {
     let (_, stderr) = agent.finish().await;
     assert!(
         stderr.contains("standalone mode does not create them")
-            && stderr.contains(&format!("directory {}-evil", project.display())),
+            && stderr.contains(&format!("file {}-evil/config.json", project.display())),
         "{stderr}"
     );
     assert!(!home.path().join("proj-evil").exists());
