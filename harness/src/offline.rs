@@ -15,6 +15,7 @@ use acp_judge::record::{CaseMeta, CaseRecord, RunEnd};
 use acp_judge::rules;
 use acp_vocab::control::{Command, Event};
 use acp_vocab::method::Method;
+use acp_vocab::note::Note;
 use acp_vocab::transcript::{Direction, Entry};
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
@@ -176,10 +177,10 @@ fn case_record(path: &Path, transcript: Vec<Entry>) -> Result<(CaseRecord, Vec<S
         Some(Event::Hello(hello)) => Some(hello.clone()),
         _ => None,
     });
-    let control_supports = hello
-        .as_ref()
-        .map(|h| h.supports.iter().map(|c| c.as_str().to_owned()).collect())
-        .unwrap_or_default();
+    let control_supports = match &hello {
+        Some(h) => h.supports.iter().map(|c| c.as_str().to_owned()).collect(),
+        None => wire_only_supports(&transcript),
+    };
     let workspace = workspace(&transcript, &mut unknown);
     let outside = workspace
         .parent()
@@ -213,6 +214,20 @@ fn case_record(path: &Path, transcript: Vec<Entry>) -> Result<(CaseRecord, Vec<S
 
 /// The case's workspace: the cwd of the harness's first `new_session` command, else the cwd of
 /// the client's first `session/new` (then `session-cwd` compares the client with itself).
+/// What the harness could do as the user of a client without an adapter: answer its prompt only
+/// through profile inputs (the live run records `choose` then, `CaseRecord::control_supports`).
+/// A transcript shows they existed when the harness typed one.
+fn wire_only_supports(transcript: &[Entry]) -> Vec<String> {
+    let typed_a_choice = transcript
+        .iter()
+        .any(|e| matches!(e.note(), Some(Note::UserChoose { .. })));
+    if typed_a_choice {
+        vec!["choose".to_owned()]
+    } else {
+        Vec::new()
+    }
+}
+
 fn workspace(transcript: &[Entry], unknown: &mut Vec<String>) -> PathBuf {
     let cwd = |e: &Entry, pointer: &str| {
         e.json()
@@ -275,4 +290,22 @@ fn case_from_run_json(path: &Path) -> Result<Option<CaseJson>> {
         .map(|n| format!("transcripts/{}", n.to_string_lossy()))
         .unwrap_or_default();
     Ok(run.cases.into_iter().find(|c| c.transcript == name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use acp_vocab::transcript::Recorder;
+
+    #[test]
+    fn a_wire_only_transcript_could_choose_only_if_the_harness_typed_a_choice() {
+        let rec = Recorder::new();
+        assert!(wire_only_supports(&rec.snapshot()).is_empty());
+        rec.note(&Note::UserChoose {
+            request_id: serde_json::json!(0),
+            option_id: "allow".into(),
+            input: "y".into(),
+        });
+        assert_eq!(wire_only_supports(&rec.snapshot()), ["choose"]);
+    }
 }
