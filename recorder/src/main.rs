@@ -1,5 +1,6 @@
 //! `acp-record`: records real ACP agents against a scripted model server (docs/recording.md).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -107,38 +108,39 @@ fn options(at: &Where) -> Result<Options> {
 /// A case to record: the case, its model script, and the script's file.
 type Planned = (Case, Script, PathBuf);
 
-fn plan(recipe: &Path, wanted: &[String]) -> Result<(Recipe, Vec<Planned>)> {
-    let recipe = Recipe::load(recipe)?;
-    let cases_dir = layout::cases_dir(&recipe);
-    let with_scripts = layout::cases_with_scripts(&recipe)?;
-    if let Some(case) = recipe
-        .unrecordable
-        .keys()
-        .find(|c| !with_scripts.contains(c))
-    {
-        bail!(
-            "recipe {}: agent.unrecordable.{case}: no such case with a model script in {}",
-            recipe.path.display(),
-            recipe.scripts_dir.display()
-        );
+/// The cases a run records: those asked for, or every case with a model script. A case the
+/// recipe lists as `agent.unrecordable` is left out of a full run and refused by name; a listed
+/// case without a model script is a typo.
+fn cases_to_record(
+    unrecordable: &BTreeMap<String, String>,
+    with_scripts: Vec<String>,
+    wanted: &[String],
+) -> Result<Vec<String>> {
+    if let Some(case) = unrecordable.keys().find(|c| !with_scripts.contains(c)) {
+        bail!("agent.unrecordable.{case}: no such case with a model script");
     }
-    if let Some((case, why)) = wanted
-        .iter()
-        .find_map(|c| recipe.unrecordable.get_key_value(c))
-    {
-        bail!(
-            "recipe {}: case `{case}` cannot be recorded with this version: {why}",
-            recipe.path.display()
-        );
+    if let Some((case, why)) = wanted.iter().find_map(|c| unrecordable.get_key_value(c)) {
+        bail!("case `{case}` cannot be recorded with this version: {why}");
     }
-    let names: Vec<String> = if wanted.is_empty() {
+    Ok(if wanted.is_empty() {
         with_scripts
             .into_iter()
-            .filter(|c| !recipe.unrecordable.contains_key(c))
+            .filter(|c| !unrecordable.contains_key(c))
             .collect()
     } else {
         wanted.to_vec()
-    };
+    })
+}
+
+fn plan(recipe: &Path, wanted: &[String]) -> Result<(Recipe, Vec<Planned>)> {
+    let recipe = Recipe::load(recipe)?;
+    let cases_dir = layout::cases_dir(&recipe);
+    let names = cases_to_record(
+        &recipe.unrecordable,
+        layout::cases_with_scripts(&recipe)?,
+        wanted,
+    )
+    .with_context(|| format!("recipe {}", recipe.path.display()))?;
     if names.is_empty() {
         bail!(
             "recipe {}: no case has a model script in {}",
@@ -251,5 +253,28 @@ fn main() -> ExitCode {
             eprintln!("acp-record: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unrecordable_cases_are_left_out_refused_and_must_exist() {
+        let unrecordable = BTreeMap::from([("plan".to_owned(), "no plan tool".to_owned())]);
+        let scripted = || vec!["edit".to_owned(), "plan".to_owned()];
+        assert_eq!(
+            cases_to_record(&unrecordable, scripted(), &[]).unwrap(),
+            ["edit"]
+        );
+        let refused = cases_to_record(&unrecordable, scripted(), &["plan".to_owned()]);
+        assert!(format!("{:#}", refused.unwrap_err()).contains("no plan tool"));
+        let typo = cases_to_record(&unrecordable, vec!["edit".to_owned()], &[]);
+        assert!(format!("{:#}", typo.unwrap_err()).contains("agent.unrecordable.plan"));
+        assert_eq!(
+            cases_to_record(&BTreeMap::new(), scripted(), &["edit".to_owned()]).unwrap(),
+            ["edit"]
+        );
     }
 }
